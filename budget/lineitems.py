@@ -1,0 +1,154 @@
+"""The vocabulary of the model: named inputs, line items and checks.
+
+A `Model` is an ordered table of these. The workbook writer lays the table out on sheets;
+the planner compiles the same table to Python. Nothing here knows about scenarios or files.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Callable, Mapping
+
+from .formula import IF, Expr, Ref, compile_items
+
+# Excel rejects defined names that look like cell references (A1, XFD1048576, R1C1) or the
+# booleans; openpyxl and LibreOffice accept them silently, so we check ourselves.
+_NAME_OK = re.compile(r"^[A-Za-z_][A-Za-z0-9_.]{0,254}$")
+_CELL_LIKE = re.compile(r"^[A-Za-z]{1,3}[0-9]+$|^[Rr][0-9]*[Cc]?[0-9]*$|^[Cc][0-9]*$")
+
+
+def check_defined_name(name: str) -> str:
+    if not _NAME_OK.match(name) or _CELL_LIKE.match(name) or name.upper() in {"TRUE", "FALSE"}:
+        raise ValueError(f"{name!r} cannot be a spreadsheet defined name")
+    return name
+
+
+@dataclass(frozen=True)
+class InputDef:
+    """One assumption: a row on the Inputs sheet with a defined name on its value cell."""
+    name: str
+    label: str
+    unit: str
+    section: str
+    kind: str = "number"          # number | integer | fraction | choice | text | date | range
+    minimum: float | None = None
+    maximum: float | None = None
+    choices: tuple[str, ...] | None = None
+    choices_from: str | None = None   # a defined name holding the allowed values
+    optional: bool = False            # blank means "use the default described in the note"
+    fmt: str | None = None
+
+    def __post_init__(self):
+        check_defined_name(self.name)
+
+
+@dataclass(frozen=True)
+class Item:
+    """A derived quantity: one row on a calculation sheet, one live formula."""
+    name: str
+    label: str
+    unit: str
+    expr: Expr
+    sheet: str
+    section: str
+    note: str = ""
+    fix: str = ""          # for checks: what to change when the check fails
+    is_check: bool = False
+
+    def __post_init__(self):
+        check_defined_name(self.name)
+
+
+@dataclass(frozen=True)
+class TableDef:
+    """A lookup table written to the Catalog sheet, one defined name per column."""
+    name: str
+    title: str
+    columns: tuple[tuple[str, str, str], ...]   # (column, header, unit)
+
+
+@dataclass
+class Model:
+    inputs: dict[str, InputDef] = field(default_factory=dict)
+    items: dict[str, Item] = field(default_factory=dict)
+    tables: dict[str, TableDef] = field(default_factory=dict)
+
+    def __hash__(self):
+        return id(self)
+
+    @cached_property
+    def _compiled(self) -> Callable[[dict, Mapping], dict]:
+        return compile_items((i.name, i.expr) for i in self.items.values())
+
+    def evaluate(self, inputs: Mapping[str, object], tables: Mapping) -> dict[str, object]:
+        """Every input and item value, computed by the compiled model."""
+        return self._compiled(dict(inputs), tables)
+
+    def subset(self, wanted: set[str]) -> Callable[[dict, Mapping], dict]:
+        """A compiled function computing only `wanted` items and what they depend on."""
+        needed: set[str] = set()
+        stack = list(wanted)
+        while stack:
+            name = stack.pop()
+            if name in needed or name not in self.items:
+                continue
+            needed.add(name)
+            stack.extend(self.items[name].expr.refs())
+        return compile_items((i.name, i.expr) for i in self.items.values() if i.name in needed)
+
+    def checks(self) -> list[Item]:
+        return [i for i in self.items.values() if i.is_check]
+
+    def sheet_items(self, sheet: str) -> list[Item]:
+        return [i for i in self.items.values() if i.sheet == sheet]
+
+
+class ModelBuilder:
+    """Declares inputs and items in reading order; `item` returns a Ref for later formulas."""
+
+    def __init__(self):
+        self.model = Model()
+        self._sheet = ""
+        self._section = ""
+        self._input_section = ""
+
+    def sheet(self, sheet: str, section: str = "") -> None:
+        self._sheet, self._section = sheet, section
+
+    def section(self, section: str) -> None:
+        self._section = section
+
+    def input_section(self, section: str) -> None:
+        self._input_section = section
+
+    def _claim(self, name: str) -> None:
+        table_names = {f"{t.name}_{c[0]}" for t in self.model.tables.values() for c in t.columns}
+        if name in self.model.inputs or name in self.model.items or name in table_names:
+            raise ValueError(f"{name} defined twice")
+
+    def input(self, name: str, label: str, unit: str, **kw) -> Ref:
+        self._claim(name)
+        self.model.inputs[name] = InputDef(name, label, unit, self._input_section, **kw)
+        return Ref(name)
+
+    def item(self, name: str, label: str, unit: str, expr, note: str = "") -> Ref:
+        self._claim(name)
+        from .formula import lift
+        expr = lift(expr)
+        unknown = expr.refs() - self.model.inputs.keys() - self.model.items.keys()
+        if unknown:  # keeps the item table in dependency order
+            raise ValueError(f"{name} refers to {sorted(unknown)} before they are defined")
+        self.model.items[name] = Item(name, label, unit, expr, self._sheet, self._section, note)
+        return Ref(name)
+
+    def check(self, name: str, label: str, ok: Expr, fix: str, note: str = "") -> Ref:
+        ref = self.item(name, label, "flag", IF(ok, 0, 1), note)
+        item = self.model.items[name]
+        self.model.items[name] = Item(item.name, item.label, item.unit, item.expr, item.sheet,
+                                      item.section, item.note, fix=fix, is_check=True)
+        return ref
+
+    def table(self, name: str, title: str, columns) -> None:
+        self.model.tables[name] = TableDef(name, title, tuple(columns))
