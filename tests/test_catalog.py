@@ -1,0 +1,82 @@
+"""Catalogs are sourced data, validated like scenarios, loaded only when asked."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from budget.catalog import data_dir, load_catalog
+from budget.errors import CatalogError
+
+REQUIRED = ["nvidia_h100_sxm", "nvidia_a100_80gb_sxm", "nvidia_b100", "huawei_ascend_910b",
+            "nvidia_h200_sxm", "nvidia_b200", "nvidia_a100_40gb_sxm", "nvidia_h800_sxm", "amd_mi300x"]
+
+
+def test_required_accelerators_present(catalog):
+    assert set(REQUIRED) <= set(catalog.accelerator_ids())
+
+
+@pytest.mark.parametrize("acc_id, dense_peak", [
+    ("nvidia_h100_sxm", 989), ("nvidia_a100_80gb_sxm", 312), ("nvidia_b100", 1750),
+    ("nvidia_b200", 2250), ("amd_mi300x", 1307)])
+def test_peaks_are_dense_datasheet_figures(catalog, acc_id, dense_peak):
+    # Sparse peaks (H100 1,979) would halve every MFU; the seed's B100 1,800 is not the datasheet.
+    assert catalog.accelerator(acc_id).peak_bf16_tflops.value == dense_peak
+
+
+def test_every_figure_has_a_resolvable_source_and_date(catalog):
+    for acc in catalog.accelerators:
+        for field in ("peak_bf16_tflops", "hbm_gb", "gpus_per_node", "intra_node_gb_per_s",
+                      "inter_node_gbit_per_s", "typical_mfu"):
+            fig = getattr(acc, field)
+            assert fig.source in catalog.sources, (acc.id, field)
+            assert fig.as_of.year >= 2020
+
+
+def test_model_presets(catalog):
+    gpt3 = catalog.model("gpt3-175b")
+    assert (gpt3.layers, gpt3.hidden_size, gpt3.attention_heads, gpt3.seq_len) == (96, 12288, 96, 2048)
+    assert len(catalog.models) >= 3
+
+
+def test_catalog_is_not_loaded_at_import():
+    """Importing the whole package opens no YAML file (checked in a fresh interpreter)."""
+    probe = ("import builtins, pathlib, sys\n"
+             "opened = []\n"
+             "real = pathlib.Path.read_text\n"
+             "pathlib.Path.read_text = lambda self, *a, **k: (self.suffix == '.yaml' and opened.append(self.name)) or real(self, *a, **k)\n"
+             "import budget.cli, budget.plan, budget.workbook\n"
+             "print(','.join(opened))\n")
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == ""
+
+
+def _copy_catalogs(tmp_path):
+    folder = tmp_path / "catalogs"
+    shutil.copytree(data_dir("catalogs"), folder)
+    return folder
+
+
+def test_bad_catalog_names_file_and_field(tmp_path):
+    folder = _copy_catalogs(tmp_path)
+    path = folder / "accelerators.yaml"
+    path.write_text(path.read_text().replace("source: mleng_accel, as_of: 2026-08-22, note: \"989.4",
+                                             "source: nowhere, as_of: 2026-08-22, note: \"989.4", 1))
+    with pytest.raises(CatalogError) as err:
+        load_catalog(folder)
+    problem = err.value.problems[0]
+    assert err.value.file.endswith("accelerators.yaml")
+    assert problem.path == "accelerators[0].peak_bf16_tflops.source"
+    assert "add it to sources" in problem.fix
+
+
+def test_catalog_rejects_unknown_keys(tmp_path):
+    folder = _copy_catalogs(tmp_path)
+    path = folder / "models.yaml"
+    path.write_text(path.read_text().replace("  layers: 96\n", "  layers: 96\n  layer: 96\n", 1))
+    with pytest.raises(CatalogError) as err:
+        load_catalog(folder)
+    assert err.value.problems[0].path == "models[0].layer"
