@@ -1,0 +1,258 @@
+"""Scenario files: parse the YAML, validate it strictly, name every problem by its field path.
+
+`load_scenario(path, catalog)` returns a frozen `Scenario` or raises `ScenarioError`.
+Unknown keys are rejected; numbers carry their unit in the key; counts accept suffixes
+("175B", "3T"). Rules that span fields or need the catalog live in model validators.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Annotated, Literal, Union
+
+from pydantic import (BaseModel, BeforeValidator, ConfigDict, Field, ValidationError,
+                      ValidationInfo, field_validator, model_validator)
+
+from .catalog import Catalog
+from .errors import ScenarioError, load_yaml, problems_from_validation, rule_error, suggest
+
+_SUFFIX = {"k": 1e3, "m": 1e6, "b": 1e9, "g": 1e9, "t": 1e12}
+_COUNT = re.compile(r"^\s*([+-]?[0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?)\s*([kKmMbBgGtT]?)\s*$")
+
+
+def _parse_count(value):
+    """175e9, '175e9', '175B', '3T', '1.5M' -> float. Other types pass through to pydantic."""
+    if isinstance(value, str):
+        match = _COUNT.match(value.replace("_", "").replace(",", ""))
+        if not match:
+            raise ValueError("expected a number such as 175e9 or 175B")
+        number, suffix = match.groups()
+        return float(number) * _SUFFIX.get(suffix.lower(), 1.0)
+    return value
+
+
+Count = Annotated[float, BeforeValidator(_parse_count), Field(gt=0, allow_inf_nan=False)]
+PositiveFloat = Annotated[float, Field(gt=0, allow_inf_nan=False)]
+NonNegativeFloat = Annotated[float, Field(ge=0, allow_inf_nan=False)]
+Fraction = Annotated[float, Field(gt=0, le=1, allow_inf_nan=False)]
+PositiveInt = Annotated[int, Field(gt=0, strict=False)]
+
+
+def _safe_text(value: str, max_len: int = 200) -> str:
+    """Scenario text ends up in cells and HTML: refuse what a spreadsheet would run."""
+    if not isinstance(value, str):
+        raise rule_error("must be text", "quote the value")
+    if value[:1] in ("=", "+", "-", "@"):
+        raise rule_error(
+            f"text may not start with {value[0]!r}: a spreadsheet would read it as a formula",
+            f"remove the leading {value[0]!r} or start the text with a letter or digit")
+    if any(ord(ch) < 32 and ch not in "\t\n" for ch in value):
+        raise rule_error("contains control characters", "remove them")
+    if len(value) > max_len:
+        raise rule_error(f"is {len(value)} characters long, over the {max_len} allowed",
+                         f"shorten it to at most {max_len} characters")
+    return value
+
+
+SafeText = Annotated[str, BeforeValidator(_safe_text)]
+LongText = Annotated[str, BeforeValidator(lambda v: _safe_text(v, 2000))]
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class ModelSection(_Section):
+    """The network: a preset from catalogs/models.yaml, its fields overridable, or a full shape."""
+    preset: str | None = None
+    params: Count | None = None
+    layers: PositiveInt | None = None
+    hidden_size: PositiveInt | None = None
+    attention_heads: PositiveInt | None = None
+    seq_len: PositiveInt | None = None
+    vocab_size: PositiveInt | None = None
+
+
+class DataSection(_Section):
+    train_tokens: Count
+    global_batch_sequences: PositiveInt | None = None
+
+
+class HardwareSection(_Section):
+    accelerator: str
+    gpu_count: PositiveInt
+    peak_tflops: PositiveFloat | None = None
+    mfu: Fraction | None = None
+    effective_tflops: PositiveFloat | None = None
+    usable_memory_fraction: Fraction = 0.9
+
+
+class ParallelismSection(_Section):
+    tp: PositiveInt = 1
+    pp: PositiveInt = 1
+    zero_stage: Literal[0, 1, 2, 3] = 0
+    recompute: Literal["none", "selective", "full"] = "none"
+    sequence_parallel: bool = False
+    micro_batch_size: PositiveInt = 1
+
+
+PRECISIONS = {
+    # name: (weight, gradient, optimizer bytes per parameter, source)
+    "mixed_bf16_adam": (2, 2, 12, "ZeRO (Rajbhandari et al. 2020): bf16 weights and gradients, "
+                                  "fp32 master weights, momentum and variance"),
+    "bf16_adam": (2, 2, 4, "pure bf16 training: bf16 weights, gradients, momentum and variance"),
+    "mixed_bf16_adam8bit": (2, 2, 6, "8-bit Adam (Dettmers et al. 2022): fp32 master weights, "
+                                     "8-bit momentum and variance"),
+}
+
+
+class MemorySection(_Section):
+    precision: Literal["mixed_bf16_adam", "bf16_adam", "mixed_bf16_adam8bit"] = "mixed_bf16_adam"
+    activation_gb_per_microbatch: PositiveFloat | None = None
+
+
+class PricesSection(_Section):
+    currency: Annotated[str, Field(pattern=r"^[A-Z]{3}$")] = "USD"
+    per_gpu_hour: NonNegativeFloat
+    storage_per_gb_month: NonNegativeFloat = 0.023
+    network: Union[Literal["included"], NonNegativeFloat] = "included"
+
+
+class StorageSection(_Section):
+    dataset_gb: NonNegativeFloat | None = None
+    checkpoint_gb: NonNegativeFloat | None = None
+    months_held: PositiveFloat = 6.0
+
+
+class StaffRole(_Section):
+    role: SafeText
+    headcount: PositiveFloat
+    monthly_cost: NonNegativeFloat
+    months: PositiveFloat
+
+
+class Scenario(_Section):
+    name: SafeText
+    description: LongText = ""
+    model: ModelSection
+    data: DataSection
+    hardware: HardwareSection
+    parallelism: ParallelismSection = ParallelismSection()
+    memory: MemorySection = MemorySection()
+    prices: PricesSection
+    storage: StorageSection = StorageSection()
+    staffing: list[StaffRole] = []
+    buffer_rate: Annotated[float, Field(ge=0, le=1)] = 0.20
+    sources: dict[str, LongText] = {}
+
+    @field_validator("staffing")
+    @classmethod
+    def _few_roles(cls, roles):
+        if len(roles) > 50:
+            raise rule_error("more than 50 staffing roles", "group roles into at most 50 lines")
+        return roles
+
+    @model_validator(mode="after")
+    def _rules(self, info: ValidationInfo):
+        catalog: Catalog | None = (info.context or {}).get("catalog")
+        if catalog is not None:
+            _check_catalog_refs(self, catalog)
+        shape = resolved_shape(self, catalog)
+        if shape is not None:
+            _check_layout(self, shape)
+        if self.hardware.mfu is not None and self.hardware.effective_tflops is not None:
+            raise rule_error("both mfu and effective_tflops are set",
+                             "keep one: mfu is a fraction of peak, effective_tflops a rate",
+                             "hardware.effective_tflops")
+        return self
+
+
+def _check_catalog_refs(s: Scenario, catalog: Catalog) -> None:
+    ids = catalog.accelerator_ids()
+    if s.hardware.accelerator not in ids:
+        hint = suggest(s.hardware.accelerator, ids)
+        raise rule_error(f"unknown accelerator {s.hardware.accelerator!r}",
+                         f"{hint}use an id from catalogs/accelerators.yaml: {', '.join(ids)}",
+                         "hardware.accelerator")
+    if s.model.preset is not None and s.model.preset not in catalog.model_ids():
+        ids = catalog.model_ids()
+        hint = suggest(s.model.preset, ids)
+        raise rule_error(f"unknown model preset {s.model.preset!r}",
+                         f"{hint}use an id from catalogs/models.yaml: {', '.join(ids)}",
+                         "model.preset")
+
+
+SHAPE_FIELDS = ("params", "layers", "hidden_size", "attention_heads", "seq_len", "vocab_size")
+
+
+def resolved_shape(s: Scenario, catalog: Catalog | None) -> dict | None:
+    """The model shape after applying overrides to the preset; None if it cannot be known yet."""
+    shape: dict = {}
+    if s.model.preset is not None:
+        if catalog is None:
+            return None
+        preset = catalog.model(s.model.preset)
+        shape = {f: getattr(preset, f) for f in SHAPE_FIELDS}
+        shape["global_batch_sequences"] = preset.global_batch_sequences
+    for f in SHAPE_FIELDS:
+        if getattr(s.model, f) is not None:
+            shape[f] = getattr(s.model, f)
+    if s.data.global_batch_sequences is not None:
+        shape["global_batch_sequences"] = s.data.global_batch_sequences
+    missing = [f for f in SHAPE_FIELDS[1:] if f not in shape]
+    if missing:
+        raise rule_error(f"the model shape is incomplete: {', '.join(missing)} not given",
+                         "set model.preset to a catalog model, or give all of layers, "
+                         "hidden_size, attention_heads, seq_len and vocab_size",
+                         "model." + missing[0])
+    if "params" not in shape:
+        L, h, V, s_ = shape["layers"], shape["hidden_size"], shape["vocab_size"], shape["seq_len"]
+        shape["params"] = float(12 * L * h * h + (V + s_) * h)  # Kaplan et al. 2020, eq. 2.1 + embeddings
+        shape["params_from_shape"] = True
+    if "global_batch_sequences" not in shape:
+        # 4M tokens per step, the common choice for 10B-500B models, rounded to whole sequences
+        shape["global_batch_sequences"] = max(1, round(4_194_304 / shape["seq_len"]))
+        shape["batch_defaulted"] = True
+    if shape["hidden_size"] % shape["attention_heads"]:
+        raise rule_error(f"hidden_size {shape['hidden_size']} is not divisible by "
+                         f"attention_heads {shape['attention_heads']}",
+                         "check the model shape; heads must split the hidden size evenly",
+                         "model.attention_heads")
+    return shape
+
+
+def _check_layout(s: Scenario, shape: dict) -> None:
+    p, hw = s.parallelism, s.hardware
+    if hw.gpu_count % (p.tp * p.pp):
+        raise rule_error(
+            f"tp {p.tp} x pp {p.pp} = {p.tp * p.pp} does not divide gpu_count {hw.gpu_count}, "
+            "so the data-parallel degree would not be whole",
+            f"choose a gpu_count that is a multiple of {p.tp * p.pp}, or change tp or pp",
+            "parallelism.pp" if p.pp > 1 else "parallelism.tp")
+    if shape["attention_heads"] % p.tp:
+        raise rule_error(f"tp {p.tp} does not divide the {shape['attention_heads']} attention heads",
+                         "choose a tp that divides the number of heads (1, 2, 4 or 8 usually)",
+                         "parallelism.tp")
+    if p.pp > shape["layers"]:
+        raise rule_error(f"pp {p.pp} is more pipeline stages than the model's {shape['layers']} layers",
+                         f"choose a pp of at most {shape['layers']}", "parallelism.pp")
+
+
+def parse_scenario(data: object, path: str | Path, catalog: Catalog) -> Scenario:
+    if data is None:
+        raise ScenarioError(path, [problems_from_validation_empty()])
+    try:
+        return Scenario.model_validate(data, context={"catalog": catalog})
+    except ValidationError as exc:
+        raise ScenarioError(path, problems_from_validation(exc, Scenario)) from None
+
+
+def problems_from_validation_empty():
+    from .errors import Problem
+    return Problem("", "the file is empty", "write a scenario; see scenarios/gpt3-175b-h100.yaml")
+
+
+def load_scenario(path: str | Path, catalog: Catalog) -> Scenario:
+    data = load_yaml(Path(path), ScenarioError)
+    return parse_scenario(data, path, catalog)

@@ -1,0 +1,72 @@
+"""Helpers shared by the tests: scenarios, variants, and the recalculation oracle's cases."""
+
+from __future__ import annotations
+
+import copy
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+import yaml
+
+from budget.catalog import Catalog
+from budget.plan import Plan, build_plan
+from budget.scenario import Scenario, load_scenario, parse_scenario
+
+ROOT = Path(__file__).resolve().parent.parent
+SCENARIOS = ROOT / "scenarios"
+SEED_H100 = SCENARIOS / "gpt3-175b-h100.yaml"
+SEED_A100 = SCENARIOS / "gpt3-175b-a100.yaml"
+
+
+def raw(path: Path) -> dict:
+    return yaml.safe_load(path.read_text(encoding="utf-8"))
+
+
+def with_changes(data: dict, changes: dict) -> dict:
+    """A deep copy of scenario data with dotted-path changes; None removes a key."""
+    out = copy.deepcopy(data)
+    for path, value in changes.items():
+        node = out
+        *parents, last = path.split(".")
+        for key in parents:
+            node = node.setdefault(key, {})
+        if value is None:
+            node.pop(last, None)
+        else:
+            node[last] = value
+    return out
+
+
+def plan_of(data: dict, catalog: Catalog, scenario_id: str = "test") -> Plan:
+    scenario = parse_scenario(data, f"{scenario_id}.yaml", catalog)
+    return build_plan(scenario, catalog, scenario_id=scenario_id)
+
+
+def seed_plan(catalog: Catalog, **changes) -> Plan:
+    return plan_of(with_changes(raw(SEED_H100), changes), catalog, "gpt3-175b-h100")
+
+
+def require_soffice() -> None:
+    """Skip loudly without LibreOffice; under CI a skip would hide a broken install, so fail."""
+    from budget.recalc import soffice_path
+
+    if soffice_path():
+        return
+    reason = ("LibreOffice (soffice) is not installed, so the recalculation oracle cannot run: "
+              "apt-get install -y libreoffice-calc-nogui")
+    if os.environ.get("CI", "").lower() == "true":
+        pytest.fail(reason)
+    pytest.skip(reason)
+
+
+@dataclass
+class OracleCase:
+    """A workbook handed to LibreOffice and the Python plan its values must equal."""
+    name: str
+    path: Path
+    plan: Plan
+    expected: dict          # "Sheet!A1" -> value, for books written from `plan`
+    names: dict             # defined name -> "Sheet!A1"
+    values: dict | None = None

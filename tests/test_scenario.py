@@ -1,0 +1,87 @@
+"""Scenario validation: structured problems with dotted paths and fixes."""
+
+from __future__ import annotations
+
+import pytest
+
+from budget.errors import ScenarioError
+from budget.scenario import load_scenario, parse_scenario
+from support import SEED_H100, raw, with_changes
+
+
+def _problems(catalog, **changes):
+    with pytest.raises(ScenarioError) as err:
+        parse_scenario(with_changes(raw(SEED_H100), changes), "s.yaml", catalog)
+    return [(p.path, p.message, p.fix) for p in err.value.problems]
+
+
+def test_seed_scenario_loads(catalog):
+    s = load_scenario(SEED_H100, catalog)
+    assert s.data.train_tokens == 3e12
+    assert s.hardware.gpu_count == 512 and s.parallelism.tp == 4
+
+
+@pytest.mark.parametrize("text, value", [("175B", 175e9), ("3T", 3e12), ("175e9", 175e9),
+                                         ("1.5M", 1.5e6), ("2_000", 2000.0), (3e12, 3e12)])
+def test_counts_accept_suffixes(catalog, text, value):
+    s = parse_scenario(with_changes(raw(SEED_H100), {"data.train_tokens": text}), "s.yaml", catalog)
+    assert s.data.train_tokens == value
+
+
+def test_unknown_key_suggests_the_right_one(catalog):
+    problems = _problems(catalog, **{"prices.per_gpu_hr": 2.0})
+    assert problems[0][0] == "prices.per_gpu_hr"
+    assert problems[0][1] == "unknown key"
+    assert problems[0][2].startswith("did you mean 'per_gpu_hour'?")
+
+
+@pytest.mark.parametrize("changes, path, fix_start", [
+    ({"hardware.gpu_count": 0}, "hardware.gpu_count", "set hardware.gpu_count to a number greater than 0"),
+    ({"hardware.mfu": 1.5, "hardware.effective_tflops": None}, "hardware.mfu", "set hardware.mfu to a number at most 1"),
+    ({"buffer_rate": -0.1}, "buffer_rate", "set buffer_rate to a number at least 0"),
+    ({"parallelism.zero_stage": 4}, "parallelism.zero_stage", "set parallelism.zero_stage to one of"),
+    ({"parallelism.recompute": "some"}, "parallelism.recompute", "set parallelism.recompute to one of"),
+    ({"parallelism.tp": 5, "hardware.gpu_count": 40 * 8}, "parallelism.tp", "choose a tp that divides"),
+    ({"parallelism.pp": 128, "hardware.gpu_count": 512}, "parallelism.pp", "choose a pp of at most 96"),
+    ({"prices.currency": "usd"}, "prices.currency", "set prices.currency to suitable text"),
+    ({"hardware.mfu": 0.4}, "hardware.effective_tflops", "keep one"),
+    ({"model.preset": "gpt3-157b"}, "model.preset", "did you mean 'gpt3-175b'?"),
+    ({"staffing": [{"role": "@SUM(A1)", "headcount": 1, "monthly_cost": 1, "months": 1}]},
+     "staffing[0].role", "remove the leading '@'"),
+    ({"data.train_tokens": "lots"}, "data.train_tokens", "correct data.train_tokens"),
+])
+def test_impossible_values_name_field_and_fix(catalog, changes, path, fix_start):
+    problems = _problems(catalog, **changes)
+    assert problems[0][0] == path
+    assert problems[0][2].startswith(fix_start), problems
+
+
+def test_incomplete_custom_shape(catalog):
+    problems = _problems(catalog, **{"model.preset": None, "model.layers": 10})
+    assert problems[0][0] == "model.hidden_size"
+    assert "set model.preset" in problems[0][2]
+
+
+def test_duplicate_keys_are_refused(tmp_path, catalog):
+    path = tmp_path / "dup.yaml"
+    path.write_text(SEED_H100.read_text().replace("  gpu_count: 512", "  gpu_count: 512\n  gpu_count: 1024"))
+    with pytest.raises(ScenarioError) as err:
+        load_scenario(path, catalog)
+    problem = err.value.problems[0]
+    assert "duplicate key 'gpu_count'" in problem.message and problem.fix == "give each key once"
+
+
+def test_empty_file(tmp_path, catalog):
+    path = tmp_path / "empty.yaml"
+    path.write_text("")
+    with pytest.raises(ScenarioError) as err:
+        load_scenario(path, catalog)
+    assert err.value.problems[0].message == "the file is empty"
+
+
+def test_sources_must_cite_known_fields(catalog):
+    from budget.plan import build_plan
+    s = parse_scenario(with_changes(raw(SEED_H100), {"sources": {"prices.gpu": "x"}}), "s.yaml", catalog)
+    with pytest.raises(ScenarioError) as err:
+        build_plan(s, catalog)
+    assert err.value.problems[0].path == "sources.prices.gpu"
