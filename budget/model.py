@@ -1,0 +1,280 @@
+"""The planning model: every input and every derived line item, defined once.
+
+Read top to bottom, this is the calculation a reviewer sees in the workbook: Compute, Memory,
+Cost and Checks, in that order. Each `item` is one row and one live formula; the planner runs
+the same definitions compiled to Python. Sources for the formulas are in the notes and in
+../shared/reference/formulas.md.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+from .formula import (ABS, IF, ISNUMBER, MIN, MOD, ROUNDUP, SUM, SUMPRODUCT, Lookup, Ref)
+from .lineitems import Model, ModelBuilder
+
+ACCELERATOR_TABLE = "acc"
+ACTIVATION_TABLE = "act"
+RECOMPUTE_MODES = ("none", "selective", "full")
+YES_NO = ("yes", "no")
+
+
+@lru_cache(maxsize=1)
+def build_model() -> Model:
+    b = ModelBuilder()
+    _tables(b)
+    inp = _inputs(b)
+    _compute(b, inp)
+    _memory(b, inp)
+    _cost(b, inp)
+    _checks(b, inp)
+    return b.model
+
+
+class _Inputs(dict):
+    def __getattr__(self, name: str) -> Ref:
+        return self[name]
+
+
+def _tables(b: ModelBuilder) -> None:
+    b.table(ACCELERATOR_TABLE, "Accelerators (catalogs/accelerators.yaml)", [
+        ("id", "Id", "text"), ("name", "Accelerator", "text"), ("vendor", "Vendor", "text"),
+        ("peak_bf16_tflops", "Peak dense BF16", "TFLOPS"), ("hbm_gb", "HBM", "GB"),
+        ("gpus_per_node", "GPUs per node", "GPUs"),
+        ("intra_node_gb_per_s", "Intra-node bandwidth (one direction)", "GB/s"),
+        ("inter_node_gbit_per_s", "Inter-node bandwidth per GPU", "Gbit/s"),
+        ("typical_mfu", "Typical MFU", "fraction"),
+    ])
+    b.table(ACTIVATION_TABLE, "Activation memory per layer, bytes per s·b·h (Korthikanti et al. 2022, Table 2)", [
+        ("id", "Recomputation / sequence parallel", "text"),
+        ("replicated", "Not split by TP", "bytes/(s·b·h)"),
+        ("split", "Split by TP", "bytes/(s·b·h)"),
+        ("attention", "Attention score coefficient (× a·s/h, split by TP)", "bytes/(s·b·h)"),
+    ])
+
+
+def _inputs(b: ModelBuilder) -> _Inputs:
+    i = _Inputs()
+
+    def add(name, label, unit, **kw):
+        i[name] = b.input(name, label, unit, **kw)
+
+    b.input_section("Model")
+    add("model_params", "Parameters", "parameters", minimum=1)
+    add("model_layers", "Transformer layers", "layers", kind="integer", minimum=1)
+    add("hidden_size", "Hidden size", "width", kind="integer", minimum=1)
+    add("attention_heads", "Attention heads", "heads", kind="integer", minimum=1)
+    add("seq_len", "Sequence length", "tokens", kind="integer", minimum=1)
+    add("vocab_size", "Vocabulary", "tokens", kind="integer", minimum=1)
+
+    b.input_section("Data and batch")
+    add("train_tokens", "Training tokens", "tokens", minimum=1)
+    add("global_batch_sequences", "Global batch", "sequences", kind="integer", minimum=1)
+
+    b.input_section("Hardware")
+    add("gpu_type", "Accelerator", "catalog id", kind="choice", choices_from="acc_id")
+    add("gpu_count", "GPUs", "GPUs", kind="integer", minimum=1)
+    add("mfu", "Model FLOPs utilisation (MFU)", "fraction", kind="fraction", minimum=0, maximum=1)
+    add("usable_memory_fraction", "Usable share of HBM", "fraction", kind="fraction",
+        minimum=0, maximum=1)
+
+    b.input_section("Parallel layout")
+    add("tp_size", "Tensor parallel (TP)", "GPUs", kind="integer", minimum=1)
+    add("pp_size", "Pipeline parallel (PP)", "stages", kind="integer", minimum=1)
+    add("zero_stage", "ZeRO stage over data parallel", "stage", kind="integer", minimum=0, maximum=3)
+    add("recompute", "Activation recomputation", "mode", kind="choice", choices=RECOMPUTE_MODES)
+    add("sequence_parallel", "Sequence parallelism", "yes/no", kind="choice", choices=YES_NO)
+    add("micro_batch_size", "Micro-batch", "sequences", kind="integer", minimum=1)
+
+    b.input_section("Memory")
+    add("weight_bytes_per_param", "Weights", "bytes/parameter", minimum=0)
+    add("grad_bytes_per_param", "Gradients", "bytes/parameter", minimum=0)
+    add("optimizer_bytes_per_param", "Optimizer states", "bytes/parameter", minimum=0)
+    add("activation_gb_override", "Activations of one micro-batch, whole model (blank = formula)",
+        "GB", minimum=0, optional=True)
+
+    b.input_section("Prices")
+    add("price_per_gpu_hour", "GPU rental", "currency/GPU-hour", minimum=0)
+    add("price_per_gb_month", "Storage", "currency/GB-month", minimum=0)
+    add("network_per_gpu_hour", "Network (0 = included in rental)", "currency/GPU-hour", minimum=0)
+
+    b.input_section("Storage")
+    add("dataset_gb", "Dataset held", "GB", minimum=0)
+    add("checkpoint_gb", "Checkpoints held", "GB", minimum=0)
+    add("storage_months", "Months held", "months", minimum=0)
+
+    b.input_section("Contingency")
+    add("buffer_rate", "Contingency buffer", "fraction of subtotal", kind="fraction",
+        minimum=0, maximum=1)
+
+    b.input_section("Staffing")
+    add("staff_role", "Role", "text", kind="range_text")
+    add("staff_headcount", "Headcount", "people", kind="range", minimum=0)
+    add("staff_monthly_cost", "Monthly cost per person", "currency/month", kind="range", minimum=0)
+    add("staff_months", "Months", "months", kind="range", minimum=0)
+
+    b.input_section("Constants")
+    add("flops_per_param_token", "Training FLOPs per parameter per token (2 forward + 4 backward)",
+        "FLOP", minimum=0)
+    add("bytes_per_gb", "Bytes per GB (decimal, as HBM is marketed)", "bytes", minimum=1)
+    add("flops_per_tflop", "FLOP/s per TFLOP/s", "FLOP/s", minimum=1)
+    return i
+
+
+def _acc(column: str) -> Lookup:
+    return Lookup(ACCELERATOR_TABLE, column, Ref("gpu_type"))
+
+
+def _compute(b: ModelBuilder, i: _Inputs) -> None:
+    b.sheet("Compute", "Accelerator")
+    b.item("accelerator_name", "Accelerator", "text", _acc("name"),
+           "From the Catalog sheet by INDEX/MATCH on the chosen id")
+    peak = b.item("peak_tflops", "Peak dense BF16 throughput", "TFLOPS", _acc("peak_bf16_tflops"),
+                  "Catalog; dense, without 2:4 sparsity")
+    gpn = b.item("gpus_per_node", "GPUs per node", "GPUs", _acc("gpus_per_node"), "Catalog")
+
+    b.section("Training compute")
+    flops = b.item("train_flops", "Training compute (6·N·D)", "FLOP",
+                   i.flops_per_param_token * i.model_params * i.train_tokens,
+                   "Kaplan et al. 2020; seed 002 section 1")
+    eff = b.item("effective_tflops", "Effective throughput per GPU", "TFLOPS", peak * i.mfu,
+                 "Peak × MFU; seed 002 section 2")
+    b.item("cluster_pflops", "Effective cluster throughput", "PFLOPS", eff * i.gpu_count / 1000)
+    gpu_s = b.item("gpu_seconds", "GPU-seconds", "GPU-s", flops / (eff * i.flops_per_tflop))
+    gpu_h = b.item("gpu_hours", "GPU-hours", "GPU-h", gpu_s / 3600)
+    gpu_d = b.item("gpu_days", "GPU-days", "GPU-days", gpu_h / 24)
+    b.item("train_days", "Training days at this GPU count", "days", gpu_d / i.gpu_count,
+           "Pure training time: no queue, setup, failures or evaluation")
+
+    b.section("Batch")
+    batch_tokens = b.item("global_batch_tokens", "Tokens per step", "tokens",
+                          i.global_batch_sequences * i.seq_len)
+    b.item("train_steps", "Optimizer steps", "steps", i.train_tokens / batch_tokens)
+
+    b.section("Parallel layout")
+    dp = b.item("dp_size", "Data parallel (DP) = GPUs ÷ (TP·PP)", "replicas",
+                i.gpu_count / (i.tp_size * i.pp_size))
+    b.item("layout_label", "Layout TP × PP × DP", "text",
+           i.tp_size.concat(" × ").concat(i.pp_size).concat(" × ").concat(dp))
+    b.item("nodes", "Nodes", "nodes", ROUNDUP(i.gpu_count / gpn, 0))
+    b.item("microbatches_per_step", "Micro-batches per step per pipeline", "micro-batches",
+           i.global_batch_sequences / (dp * i.micro_batch_size))
+
+
+def _memory(b: ModelBuilder, i: _Inputs) -> None:
+    r = lambda name: Ref(name)  # noqa: E731 - items defined on earlier sheets
+    b.sheet("Memory", "Accelerator memory")
+    hbm = b.item("hbm_gb", "HBM per GPU", "GB", _acc("hbm_gb"), "Catalog")
+    usable = b.item("usable_hbm_gb", "Usable HBM per GPU", "GB", hbm * i.usable_memory_fraction,
+                    "Frameworks, CUDA context and fragmentation take the rest")
+
+    b.section("Model states, whole model (seed 002 section 4)")
+    w = b.item("weights_gb", "Weights", "GB", i.model_params * i.weight_bytes_per_param / i.bytes_per_gb)
+    g = b.item("gradients_gb", "Gradients", "GB", i.model_params * i.grad_bytes_per_param / i.bytes_per_gb)
+    o = b.item("optimizer_gb", "Optimizer states", "GB",
+               i.model_params * i.optimizer_bytes_per_param / i.bytes_per_gb)
+
+    b.section("Activations (Korthikanti et al. 2022)")
+    mode = b.item("activation_mode", "Activation mode (recompute / sequence parallel)", "text",
+                  i.recompute.concat("/").concat(i.sequence_parallel))
+    rep = b.item("act_bytes_replicated", "Bytes per s·b·h not split by TP", "bytes",
+                 Lookup(ACTIVATION_TABLE, "replicated", mode))
+    split = b.item("act_bytes_split", "Bytes per s·b·h split by TP", "bytes",
+                   Lookup(ACTIVATION_TABLE, "split", mode))
+    attn = b.item("act_bytes_attention", "Attention coefficient (× a·s/h)", "bytes",
+                  Lookup(ACTIVATION_TABLE, "attention", mode))
+    sbh = b.item("act_sbh", "s·b·h of one micro-batch", "elements",
+                 i.seq_len * i.micro_batch_size * i.hidden_size)
+    per_layer = b.item("activation_layer_gb", "Activations per layer, one micro-batch, unsplit", "GB",
+                       sbh * (rep + split + attn * i.attention_heads * i.seq_len / i.hidden_size)
+                       / i.bytes_per_gb)
+    act_total = b.item("activations_gb", "Activations, one micro-batch, whole model", "GB",
+                       IF(ISNUMBER(i.activation_gb_override), i.activation_gb_override,
+                          per_layer * i.model_layers),
+                       "The override, when given, replaces the formula")
+    total = b.item("memory_total_gb", "Total before sharding", "GB", w + g + o + act_total,
+                   "Seed 002: 350 + 350 + 2,100 + 50 = 2,850 GB for 175B")
+
+    b.section("Per GPU under TP·PP and ZeRO over DP")
+    tp, pp, dp, zero = i.tp_size, i.pp_size, r("dp_size"), i.zero_stage
+    w_gpu = b.item("weights_per_gpu_gb", "Weights", "GB", w / (tp * pp) / IF(zero > 2, dp, 1),
+                   "ZeRO-3 shards weights over DP")
+    g_gpu = b.item("gradients_per_gpu_gb", "Gradients", "GB", g / (tp * pp) / IF(zero >= 2, dp, 1),
+                   "ZeRO-2 and up shard gradients over DP")
+    o_gpu = b.item("optimizer_per_gpu_gb", "Optimizer states", "GB", o / (tp * pp) / IF(zero >= 1, dp, 1),
+                   "ZeRO-1 and up shard optimizer states over DP")
+    in_flight = b.item("microbatches_in_flight", "Micro-batches held by the first stage (1F1B)",
+                       "micro-batches", MIN(pp, r("microbatches_per_step")))
+    a_gpu = b.item("activations_per_gpu_gb", "Activations", "GB",
+                   IF(ISNUMBER(i.activation_gb_override), i.activation_gb_override / (tp * pp),
+                      sbh * (rep + split / tp + attn * i.attention_heads * i.seq_len / (i.hidden_size * tp))
+                      * (i.model_layers / pp) * in_flight / i.bytes_per_gb),
+                   "Override ÷ (TP·PP) as seed 002 divides it; else L/p layers × micro-batches in flight")
+    per_gpu = b.item("memory_per_gpu_gb", "Memory per GPU", "GB", w_gpu + g_gpu + o_gpu + a_gpu)
+    b.item("memory_headroom_gb", "Headroom (usable − needed)", "GB", usable - per_gpu,
+           "Negative means the layout does not fit")
+    b.item("min_gpus_for_memory", "Fewest GPUs whose usable HBM holds the total", "GPUs",
+           ROUNDUP(total / usable, 0), "Seed 000 step 3: total memory ÷ usable memory per GPU")
+
+
+def _cost(b: ModelBuilder, i: _Inputs) -> None:
+    r = Ref
+    b.sheet("Cost", "Compute rental")
+    rental = b.item("rental_cost", "GPU rental", "currency", r("gpu_hours") * i.price_per_gpu_hour,
+                    "GPU-hours × price per GPU-hour")
+    network = b.item("network_cost", "Network", "currency", r("gpu_hours") * i.network_per_gpu_hour,
+                     "Zero when the interconnect is included in the rental price")
+
+    b.section("Storage")
+    gbm = b.item("storage_gb_months", "Storage held", "GB-months",
+                 (i.dataset_gb + i.checkpoint_gb) * i.storage_months)
+    storage = b.item("storage_cost", "Storage", "currency", gbm * i.price_per_gb_month)
+
+    b.section("Staffing")
+    b.item("staff_person_months", "Person-months", "person-months",
+           SUMPRODUCT(i.staff_headcount, i.staff_months))
+    staffing = b.item("staffing_cost", "Staffing", "currency",
+                      SUMPRODUCT(i.staff_headcount, i.staff_monthly_cost, i.staff_months),
+                      "Σ headcount × monthly cost × months over the roles on Inputs")
+
+    b.section("Total")
+    subtotal = b.item("subtotal_cost", "Subtotal", "currency", rental + network + storage + staffing)
+    buffer = b.item("buffer_cost", "Contingency buffer", "currency", subtotal * i.buffer_rate,
+                    "Seed 002 section 8: keep at least 20% for reruns and surprises")
+    total = b.item("total_cost", "Total", "currency", subtotal + buffer)
+    b.item("cost_per_gpu_hour_all_in", "All-in cost per GPU-hour", "currency/GPU-h",
+           total / r("gpu_hours"))
+    b.item("rental_share", "GPU rental share of the subtotal", "fraction", rental / subtotal,
+           "Seed 002: compute is usually over 70% of the budget")
+
+
+def _checks(b: ModelBuilder, i: _Inputs) -> None:
+    r = Ref
+    b.sheet("Checks", "Layout")
+    b.check("check_layout_divides", "TP·PP divides the GPU count",
+            MOD(i.gpu_count, i.tp_size * i.pp_size).eq(0),
+            "Make gpu_count a multiple of tp_size × pp_size")
+    b.check("check_tp_within_node", "TP stays inside a node", i.tp_size <= r("gpus_per_node"),
+            "Lower tp_size to at most the GPUs per node")
+    b.check("check_tp_divides_heads", "TP divides the attention heads",
+            MOD(i.attention_heads, i.tp_size).eq(0), "Choose a tp_size that divides the heads")
+    b.check("check_pp_divides_layers", "PP divides the layers",
+            MOD(i.model_layers, i.pp_size).eq(0), "Choose a pp_size that divides the layers")
+    b.check("check_batch_divides", "DP × micro-batch divides the global batch",
+            MOD(i.global_batch_sequences, r("dp_size") * i.micro_batch_size).eq(0),
+            "Change global_batch_sequences, micro_batch_size or the layout")
+
+    b.section("Memory")
+    b.check("check_memory_fits", "Memory per GPU fits in usable HBM",
+            r("memory_per_gpu_gb") <= r("usable_hbm_gb"),
+            "Raise tp/pp, turn on ZeRO or recomputation, or choose a larger accelerator")
+
+    b.section("Arithmetic")
+    b.check("check_costs_add_up", "Cost lines add up to the total",
+            ABS(r("total_cost") - SUM(r("rental_cost"), r("network_cost"), r("storage_cost"),
+                                      r("staffing_cost"))
+                * (1 + i.buffer_rate)) <= r("total_cost") / 1000 / 1000 / 1000,
+            "A cost cell was overwritten: restore its formula")
+    checks = [r(c.name) for c in b.model.checks()]
+    b.section("Summary")
+    b.item("master_check", "Checks failing (0 = all fine)", "checks", SUM(*checks))

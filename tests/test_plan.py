@@ -1,0 +1,183 @@
+"""The planner against seed 002's worked example, the ZeRO paper and Korthikanti et al.
+
+Given these assumptions, the plan says this. Where the seed's printed arithmetic slips, the
+test says which figure is right and why.
+"""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from support import SEED_H100, plan_of, raw, seed_plan, with_changes
+
+
+# --- seed 002: 175B parameters, 3T tokens, H100 at 990 peak / 450 effective TFLOPS ----------
+
+def test_training_compute_is_6ND(seed_h100):
+    # Seed 002 writes "6 × 175 × 3 × 10²¹ = 3.15 × 10²⁰ FLOPs" and then "about 3.15E24":
+    # the exponent in the middle line is a slip. 6 × 175e9 × 3e12 = 3.15e24.
+    assert seed_h100.train_flops == pytest.approx(3.15e24, rel=1e-12)
+
+
+def test_gpu_time_at_450_effective_tflops(seed_h100):
+    assert seed_h100.effective_tflops == pytest.approx(450, rel=1e-12)
+    assert seed_h100.gpu_seconds == pytest.approx(7.0e9, rel=1e-12)
+    assert seed_h100.gpu_days == pytest.approx(81_018.5, abs=0.1)   # the seed rounds to 81,000
+    assert seed_h100.gpu_hours == pytest.approx(1_944_444.4, abs=0.1)
+
+
+@pytest.mark.parametrize("gpus, pp, days", [(256, 8, 316.5), (512, 8, 158.2), (1024, 16, 79.1)])
+def test_seed_002_gpu_count_table(catalog, gpus, pp, days):
+    """Seed 002's table: ~316 / 158 / 79 days on 256 / 512 / 1,024 H100."""
+    plan = seed_plan(catalog, **{"hardware.gpu_count": gpus, "parallelism.pp": pp})
+    assert plan.train_days == pytest.approx(days, abs=0.05)
+    assert plan.gpu_hours == pytest.approx(1_944_444.4, abs=0.1)   # the same GPU-hours at any count
+
+
+def test_rental_is_3_5_million_not_the_seeds_3_490_675(seed_h100):
+    # Seed 002 prints $1.80 × 512 × 24 × 158 = $3,490,675. The product is $3,494,707
+    # (158 is a rounded day count) and the exact figure is 1,944,444 GPU-hours × $1.80 =
+    # $3,500,000; the seed prints the same $3,490,675 for 1,024 GPUs × 79 days too.
+    assert seed_h100.rental_cost == pytest.approx(3_500_000, rel=1e-12)
+    assert 1.80 * 512 * 24 * 158 == pytest.approx(3_494_707.2)
+    assert abs(seed_h100.rental_cost - 3_490_675) > 9_000
+
+
+def test_costs_add_up_with_the_20_percent_buffer(seed_h100):
+    p = seed_h100
+    assert p.storage_cost == pytest.approx(15_000)          # 125,000 GB × 6 months × $0.02
+    assert p.network_cost == 0                              # InfiniBand included in the rental
+    assert p.staffing_cost == pytest.approx(300_000)        # 3-5 people × 6 months
+    assert p.subtotal_cost == pytest.approx(3_815_000)
+    assert p.buffer_cost == pytest.approx(0.20 * 3_815_000)
+    assert p.total_cost == pytest.approx(4_578_000)
+    # The seed's "total" of $3,805,675 is its slipped rental plus storage and staffing,
+    # without the 20% buffer it recommends two sections later.
+    assert 3_490_675 + 15_000 + 300_000 == 3_805_675
+
+
+def test_a100_variant(seed_a100):
+    """Seed 002 scheme 2: 140 effective TFLOPS → ~260,000 GPU-days, ~254 days on 1,024 A100."""
+    assert seed_a100.gpu_seconds == pytest.approx(2.25e10, rel=1e-12)
+    assert seed_a100.gpu_days == pytest.approx(260_416.7, abs=0.1)
+    assert seed_a100.train_days == pytest.approx(254.3, abs=0.05)
+    assert seed_a100.dp_size == 32
+
+
+# --- memory first --------------------------------------------------------------------------
+
+def test_seed_memory_2850_gb_and_89_per_gpu_does_not_fit(seed_h100):
+    p = seed_h100
+    assert (p["weights_gb"], p["gradients_gb"], p["optimizer_gb"]) == pytest.approx((350, 350, 2100))
+    assert p.memory_total_gb == pytest.approx(2_850)
+    assert p.memory_per_gpu_gb == pytest.approx(2_850 / 32)    # ≈ 89 GB at TP 4 × PP 8
+    assert p.memory_per_gpu_gb > 80 and not p.fits
+    assert "check_memory_fits" in p.failing_checks
+    assert p["min_gpus_for_memory"] == 40                       # 2,850 GB ÷ (80 GB × 0.9)
+
+
+def test_seed_layout_fits_once_zero_1_is_on(catalog):
+    plan = seed_plan(catalog, **{"parallelism.zero_stage": 1})
+    # optimizer states 2,100 GB ÷ (4·8) ÷ 16 replicas = 4.1 GB per GPU
+    assert plan["optimizer_per_gpu_gb"] == pytest.approx(2100 / 32 / 16)
+    assert plan.fits and plan.failing_checks == []
+
+
+@pytest.mark.parametrize("stage, gb", [(0, 120), (1, 31.4), (2, 16.6), (3, 1.9)])
+def test_zero_paper_7_5b_on_64_way_data_parallel(catalog, stage, gb):
+    """Rajbhandari et al. 2020, Figure 1: 7.5B parameters, Nd = 64."""
+    data = with_changes(raw(SEED_H100), {
+        "model.preset": "gpt3-6.7b", "model.params": 7.5e9, "hardware.gpu_count": 64,
+        "parallelism.tp": 1, "parallelism.pp": 1, "parallelism.zero_stage": stage})
+    p = plan_of(data, catalog)
+    states = p["weights_per_gpu_gb"] + p["gradients_per_gpu_gb"] + p["optimizer_per_gpu_gb"]
+    assert states == pytest.approx(gb, abs=0.05)
+
+
+def test_korthikanti_gpt3_attention_term_is_80(catalog):
+    """5·a·s/h = 5 × 96 × 2048 / 12288 = 80, so one layer holds s·b·h·(34 + 80) bytes."""
+    p = seed_plan(catalog, **{"memory.activation_gb_per_microbatch": None})
+    sbh = 2048 * 1 * 12288
+    assert p["act_sbh"] == sbh
+    assert p["activation_layer_gb"] == pytest.approx(sbh * (34 + 80) / 1e9)
+
+
+@pytest.mark.parametrize("recompute, sp, bytes_per_sbh", [
+    ("none", False, 10 + 24 / 8 + 80 / 8),   # TP: sbh(10 + 24/t + 5as/(ht))
+    ("none", True, 34 / 8 + 80 / 8),         # TP + SP: sbh(34/t + 5as/(ht))
+    ("selective", False, 10 + 24 / 8),       # TP + selective: sbh(10 + 24/t)
+    ("selective", True, 34 / 8),             # TP + SP + selective: 34 sbh/t
+    ("full", False, 2),                      # full recomputation: 2 sbh
+])
+def test_korthikanti_table_2_per_gpu(catalog, recompute, sp, bytes_per_sbh):
+    p = seed_plan(catalog, **{
+        "memory.activation_gb_per_microbatch": None, "hardware.gpu_count": 1536,
+        "parallelism.tp": 8, "parallelism.pp": 12, "parallelism.recompute": recompute,
+        "parallelism.sequence_parallel": sp})
+    # 1F1B: the first of 12 stages holds 12 micro-batches of 96/12 layers = 96 layers' worth
+    expected = 2048 * 12288 * bytes_per_sbh * 96 / 1e9
+    assert p["activations_per_gpu_gb"] == pytest.approx(expected, rel=1e-12)
+
+
+def test_params_from_shape_when_not_given(catalog):
+    data = with_changes(raw(SEED_H100), {
+        "model.preset": None, "model.layers": 96, "model.hidden_size": 12288,
+        "model.attention_heads": 96, "model.seq_len": 2048, "model.vocab_size": 50257})
+    p = plan_of(data, catalog)
+    # GPT-3's 175B from its shape: 12·L·h² + (V + s)·h = 174.6e9 (formulas.md)
+    assert p["model_params"] == pytest.approx(174.6e9, rel=1e-3)
+    assert "computed from the shape" in p.inputs["model_params"].source
+
+
+def test_every_input_has_a_source(seed_h100):
+    for name, iv in seed_h100.inputs.items():
+        assert iv.source.strip(), name
+    assert "seed 002" in seed_h100.inputs["price_per_gpu_hour"].source
+    assert "990" in seed_h100.inputs["mfu"].source
+
+
+def test_plan_is_frozen(seed_h100):
+    with pytest.raises(Exception):
+        seed_h100.scenario_id = "x"
+    with pytest.raises(TypeError):
+        seed_h100.values["gpu_hours"] = 1
+
+
+# --- invariants, for any valid scenario ----------------------------------------------------
+
+@st.composite
+def layouts(draw):
+    tp = draw(st.sampled_from([1, 2, 4, 8]))
+    pp = draw(st.sampled_from([1, 2, 3, 4, 6, 8, 12, 16]))
+    dp = draw(st.integers(1, 64))
+    return {"parallelism.tp": tp, "parallelism.pp": pp, "hardware.gpu_count": tp * pp * dp,
+            "parallelism.zero_stage": draw(st.sampled_from([0, 1, 2, 3])),
+            "parallelism.recompute": draw(st.sampled_from(["none", "selective", "full"])),
+            "parallelism.sequence_parallel": draw(st.booleans()),
+            "memory.activation_gb_per_microbatch": draw(st.sampled_from([None, 50])),
+            "buffer_rate": draw(st.floats(0, 1)),
+            "prices.per_gpu_hour": draw(st.floats(0.01, 20))}
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(changes=layouts())
+def test_invariants(catalog, changes):
+    p = seed_plan(catalog, **changes)
+    v = p.values
+    assert v["tp_size"] * v["pp_size"] * v["dp_size"] == pytest.approx(v["gpu_count"])
+    assert p.train_days * p.gpu_count == pytest.approx(p.gpu_days)
+    assert p.total_cost == pytest.approx(p.subtotal_cost * (1 + v["buffer_rate"]))
+    assert p.rental_cost == pytest.approx(p.gpu_hours * v["price_per_gpu_hour"])
+    assert p.memory_per_gpu_gb <= p.memory_total_gb + 1e-9
+    assert p.fits == (p.memory_per_gpu_gb <= v["usable_hbm_gb"])
+    assert v["master_check"] == len(p.failing_checks)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(changes=layouts())
+def test_more_zero_never_needs_more_memory(catalog, changes):
+    per_stage = [seed_plan(catalog, **{**changes, "parallelism.zero_stage": z}).memory_per_gpu_gb
+                 for z in range(4)]
+    assert per_stage == sorted(per_stage, reverse=True)
