@@ -1,0 +1,405 @@
+"""Plan → .xlsx workbook in which every derived number is a live formula.
+
+Layout follows what finance reviewers expect of a model workbook: a Summary cover, an Inputs
+sheet (label | value | unit | source | note | name, blue on yellow, validated), the Catalog the
+lookups read, one calculation sheet per stage, a Checks sheet where 0 means fine, and a change
+log. Formulas read workbook-scope defined names (`=gpu_hours*price_per_gpu_hour`).
+
+`write_workbook` returns the file's bytes plus, for every formula cell, the value the Python
+plan computed for it, so tests can hold the spreadsheet engine's results against the plan.
+"""
+
+from __future__ import annotations
+
+import io
+from dataclasses import dataclass, field
+
+from openpyxl import Workbook
+from openpyxl.formatting.rule import CellIsRule
+from openpyxl.styles import Alignment, Border, Font, NamedStyle, PatternFill, Protection, Side
+from openpyxl.utils import get_column_letter
+from openpyxl.workbook.defined_name import DefinedName
+from openpyxl.worksheet.datavalidation import DataValidation
+
+from . import __version__
+from .lineitems import InputDef, Item
+from .model import build_model
+from .plan import Plan
+from .reproducible import normalise_xlsx
+
+CALC_SHEETS = ("Compute", "Memory", "Cost", "Checks")
+TAB_COLOURS = {"Summary": "1F4E79", "Inputs": "FFC000", "Catalog": "A6A6A6", "Checks": "C00000",
+               "Change log": "7F7F7F"}
+CALC_TAB = "70AD47"
+INPUT_FILL = PatternFill("solid", fgColor="FFF2CC")
+INPUT_FONT = Font(color="0000FF")
+HEADER_FILL = PatternFill("solid", fgColor="D9E1F2")
+SECTION_FONT = Font(bold=True, color="1F4E79")
+OK_FILL = PatternFill("solid", fgColor="C6EFCE")
+BAD_FILL = PatternFill("solid", fgColor="FFC7CE")
+THIN = Side(style="thin", color="BFBFBF")
+
+
+@dataclass
+class WorkbookResult:
+    data: bytes
+    expected: dict[str, object] = field(default_factory=dict)   # "Sheet!A1" -> plan value
+    names: dict[str, str] = field(default_factory=dict)         # defined name -> "Sheet!A1"
+
+
+def number_format(unit: str, kind: str = "number") -> str | None:
+    if kind == "fraction" or unit.startswith("fraction"):
+        return "0.0%"
+    if unit in {"text", "catalog id", "mode", "yes/no"}:
+        return None
+    if unit in {"FLOP", "GPU-s"}:
+        return "0.00E+00"
+    if unit.startswith("currency/GB"):
+        return "#,##0.000"
+    if unit.startswith("currency/GPU") or unit == "currency/month":
+        return "#,##0.00"
+    if unit in {"GB", "days", "TFLOPS", "PFLOPS", "GB-months", "bytes/parameter", "person-months"}:
+        return "#,##0.0"
+    if unit in {"flag", "checks", "stage"}:
+        return "0"
+    return "#,##0"
+
+
+def _styles(wb: Workbook) -> None:
+    inp = NamedStyle("Input", font=INPUT_FONT, fill=INPUT_FILL,
+                     border=Border(left=THIN, right=THIN, top=THIN, bottom=THIN),
+                     protection=Protection(locked=False))
+    calc = NamedStyle("Calculation", border=Border(bottom=THIN))
+    head = NamedStyle("Header", font=Font(bold=True), fill=HEADER_FILL,
+                      alignment=Alignment(vertical="center", wrap_text=True))
+    for style in (inp, calc, head):
+        wb.add_named_style(style)
+
+
+def put_text(cell, text: str) -> None:
+    """Write text that must stay text, whatever it starts with."""
+    cell.value = text
+    cell.data_type = "s"
+    if text[:1] in ("=", "+", "-", "@"):
+        cell.quotePrefix = True
+
+
+class _Writer:
+    def __init__(self, plan: Plan):
+        self.plan = plan
+        self.model = build_model()
+        self.currency = plan.scenario.prices.currency
+        self.wb = Workbook()
+        self.result = WorkbookResult(b"")
+        _styles(self.wb)
+        self.wb.remove(self.wb.active)
+        for title in ("Summary", "Inputs", "Catalog", *CALC_SHEETS, "Change log"):
+            ws = self.wb.create_sheet(title)
+            ws.sheet_properties.tabColor = TAB_COLOURS.get(title, CALC_TAB)
+
+    # --- helpers ---------------------------------------------------------------------
+    def unit_text(self, unit: str) -> str:
+        return unit.replace("currency", self.currency)
+
+    def define(self, name: str, ws, ref: str) -> None:
+        sheet = ws.title
+        if name in self.wb.defined_names:
+            raise ValueError(f"defined name {name} written twice")
+        self.wb.defined_names[name] = DefinedName(name, attr_text=f"'{sheet}'!{ref}")
+        self.result.names[name] = f"{sheet}!{ref.replace('$', '')}"
+
+    def formula(self, ws, row: int, col: int, text: str, expected, fmt: str | None):
+        cell = ws.cell(row, col, "=" + text)
+        cell.style = "Calculation"
+        if fmt:
+            cell.number_format = fmt
+        self.result.expected[f"{ws.title}!{cell.coordinate}"] = expected
+        return cell
+
+    def header(self, ws, row: int, labels: list[str]) -> None:
+        for col, label in enumerate(labels, 1):
+            ws.cell(row, col, label).style = "Header"
+
+    def title(self, ws, text: str, subtitle: str) -> None:
+        put_text(ws.cell(1, 1), text)
+        ws.cell(1, 1).font = Font(bold=True, size=14)
+        put_text(ws.cell(2, 1), subtitle)
+        ws.cell(2, 1).font = Font(italic=True, color="595959")
+
+    def page_setup(self, ws, title_rows: str = "1:4") -> None:
+        ws.page_setup.orientation = "landscape"
+        ws.page_setup.paperSize = ws.PAPERSIZE_A4
+        ws.sheet_properties.pageSetUpPr.fitToPage = True
+        ws.page_setup.fitToWidth = 1
+        ws.page_setup.fitToHeight = 0
+        ws.print_title_rows = title_rows
+        ws.oddHeader.right.text = f"trainbudget {__version__}"
+        ws.oddFooter.center.text = "&A, page &P of &N"
+        ws.protection.sheet = True      # formulas locked, inputs unlocked; no password
+
+    def widths(self, ws, widths: list[int]) -> None:
+        for i, w in enumerate(widths, 1):
+            ws.column_dimensions[get_column_letter(i)].width = w
+
+    # --- sheets ----------------------------------------------------------------------
+    def inputs(self) -> None:
+        ws = self.wb["Inputs"]
+        self.title(ws, "Inputs: every assumption of the plan",
+                   "Blue on yellow cells are inputs: change them and the whole book recomputes. "
+                   "Blank optional inputs fall back to the formula named in the note.")
+        self.header(ws, 4, ["Assumption", "Value", "Unit", "Source", "Note", "Name in formulas"])
+        row, section = 5, None
+        ranges = []
+        for d in self.model.inputs.values():
+            if d.kind.startswith("range"):
+                ranges.append(d)
+                continue
+            if d.section != section:
+                section = d.section
+                row += 1
+                ws.cell(row, 1, section).font = SECTION_FONT
+                row += 1
+            self.input_row(ws, row, d)
+            row += 1
+        self.range_table(ws, row + 1, ranges)
+        self.widths(ws, [46, 20, 22, 60, 50, 26])
+        ws.freeze_panes = "B5"
+        self.page_setup(ws)
+
+    def input_row(self, ws, row: int, d: InputDef) -> None:
+        iv = self.plan.inputs[d.name]
+        put_text(ws.cell(row, 1), d.label)
+        cell = ws.cell(row, 2)
+        if isinstance(iv.value, str):
+            put_text(cell, iv.value)
+        else:
+            cell.value = iv.value
+        cell.style = "Input"
+        fmt = number_format(d.unit, d.kind)
+        if fmt:
+            cell.number_format = fmt
+        put_text(ws.cell(row, 3), self.unit_text(d.unit))
+        put_text(ws.cell(row, 4), iv.source)
+        if iv.note:
+            put_text(ws.cell(row, 5), iv.note)
+        put_text(ws.cell(row, 6), d.name)
+        ws.cell(row, 6).font = Font(color="7F7F7F")
+        self.define(d.name, ws, f"$B${row}")
+        self.validate(ws, cell.coordinate, d)
+
+    def validate(self, ws, coord: str, d: InputDef) -> None:
+        if d.kind == "choice":
+            source = d.choices_from or '"' + ",".join(d.choices or ()) + '"'
+            dv = DataValidation(type="list", formula1=source, allow_blank=False)
+            dv.error = f"Pick one of the listed values for {d.label}."
+        elif d.kind in {"integer", "number", "fraction", "range"}:
+            kind = "whole" if d.kind == "integer" else "decimal"
+            if d.minimum is not None and d.maximum is not None:
+                dv = DataValidation(type=kind, operator="between",
+                                    formula1=_num(d.minimum), formula2=_num(d.maximum))
+                dv.error = f"{d.label} must be between {_num(d.minimum)} and {_num(d.maximum)}."
+            elif d.minimum is not None:
+                dv = DataValidation(type=kind, operator="greaterThanOrEqual", formula1=_num(d.minimum))
+                dv.error = f"{d.label} must be at least {_num(d.minimum)}."
+            else:
+                return
+            dv.allow_blank = d.optional
+        else:
+            return
+        dv.errorTitle = "Invalid input"
+        dv.showErrorMessage = True
+        dv.add(coord)
+        ws.add_data_validation(dv)
+
+    def range_table(self, ws, row: int, defs: list[InputDef]) -> None:
+        if not defs:
+            return
+        section = defs[0].section
+        ws.cell(row, 1, section).font = SECTION_FONT
+        row += 1
+        self.header(ws, row, [f"{d.label} ({self.unit_text(d.unit)})" for d in defs] + ["Source"])
+        first = row + 1
+        values = [self.plan.inputs[d.name].value for d in defs]
+        for r, line in enumerate(zip(*values)):
+            for c, (d, v) in enumerate(zip(defs, line), 1):
+                cell = ws.cell(first + r, c)
+                if isinstance(v, str):
+                    put_text(cell, v)
+                else:
+                    cell.value = v
+                    cell.number_format = number_format(d.unit, d.kind) or "General"
+                cell.style = "Input"
+                if not isinstance(v, str):
+                    cell.number_format = number_format(d.unit) or "General"
+            put_text(ws.cell(first + r, len(defs) + 1), self.plan.inputs[defs[0].name].source)
+        last = first + len(values[0]) - 1
+        for c, d in enumerate(defs, 1):
+            col = get_column_letter(c)
+            self.define(d.name, ws, f"${col}${first}:${col}${last}")
+            if d.kind == "range":
+                self.validate(ws, f"{col}{first}:{col}{last}", d)
+
+    def catalog(self) -> None:
+        ws = self.wb["Catalog"]
+        self.title(ws, "Catalog: the tables the calculations look up",
+                   "Figures with their sources and as-of dates (catalogs/*.yaml). Editable: a change "
+                   "here flows through every INDEX/MATCH.")
+        row = 4
+        for tdef in self.model.tables.values():
+            data = self.plan.tables[tdef.name]
+            ws.cell(row, 1, tdef.title).font = SECTION_FONT
+            row += 1
+            self.header(ws, row, [f"{h} ({u})" if u != "text" else h for _, h, u in tdef.columns] + ["Source"])
+            first = row + 1
+            for r, (values, source) in enumerate(zip(data.rows, data.sources)):
+                for c, (col, _, unit) in enumerate(tdef.columns, 1):
+                    cell = ws.cell(first + r, c)
+                    v = values[col]
+                    if isinstance(v, str):
+                        put_text(cell, v)
+                    else:
+                        cell.value = v
+                        cell.number_format = number_format(unit) or "General"
+                    cell.style = "Input"
+                    if not isinstance(v, str):
+                        cell.number_format = number_format(unit) or "General"
+                put_text(ws.cell(first + r, len(tdef.columns) + 1), source)
+            last = first + len(data.rows) - 1
+            for c, (col, _, _) in enumerate(tdef.columns, 1):
+                letter = get_column_letter(c)
+                self.define(f"{tdef.name}_{col}", ws, f"${letter}${first}:${letter}${last}")
+            row = last + 3
+        self.widths(ws, [24, 44, 12, 14, 12, 12, 16, 16, 12, 90])
+        ws.freeze_panes = "B4"
+        self.page_setup(ws, "1:3")
+
+    def calc_sheet(self, title: str, subtitle: str) -> None:
+        ws = self.wb[title]
+        self.title(ws, title, subtitle)
+        is_checks = title == "Checks"
+        self.header(ws, 4, ["Item", "Value", "Unit", "Name", "Fix when not 0" if is_checks else "Note"])
+        row, section = 5, None
+        for item in self.model.sheet_items(title):
+            if item.section != section:
+                section = item.section
+                row += 1
+                ws.cell(row, 1, section).font = SECTION_FONT
+                row += 1
+            self.item_row(ws, row, item)
+            row += 1
+        self.widths(ws, [52, 20, 18, 30, 80])
+        ws.freeze_panes = "B5"
+        self.page_setup(ws)
+
+    def item_row(self, ws, row: int, item: Item) -> None:
+        put_text(ws.cell(row, 1), item.label)
+        cell = self.formula(ws, row, 2, item.expr.excel(), self.plan.values[item.name],
+                            number_format(item.unit))
+        put_text(ws.cell(row, 3), self.unit_text(item.unit))
+        put_text(ws.cell(row, 4), item.name)
+        ws.cell(row, 4).font = Font(color="7F7F7F")
+        if item.fix or item.note:
+            put_text(ws.cell(row, 5), item.fix or item.note)
+        self.define(item.name, ws, f"$B${row}")
+        if item.is_check or item.name == "master_check":
+            self.flag_format(ws, cell.coordinate)
+
+    def flag_format(self, ws, coord: str) -> None:
+        ws.conditional_formatting.add(coord, CellIsRule(operator="equal", formula=["0"], fill=OK_FILL))
+        ws.conditional_formatting.add(coord, CellIsRule(operator="notEqual", formula=["0"], fill=BAD_FILL))
+
+    def summary(self) -> None:
+        ws = self.wb["Summary"]
+        s = self.plan.scenario
+        put_text(ws.cell(1, 1), s.name)
+        ws.cell(1, 1).font = Font(bold=True, size=16)
+        if s.description:
+            put_text(ws.cell(2, 1), s.description)
+            ws.cell(2, 1).alignment = Alignment(wrap_text=True, vertical="top")
+            ws.merge_cells("A2:D2")
+            ws.row_dimensions[2].height = 48
+        put_text(ws.cell(3, 1), f"trainbudget {__version__}, scenario file {self.plan.scenario_id}.yaml. "
+                                "Every figure is a live formula over the Inputs sheet.")
+        ws.cell(3, 1).font = Font(italic=True, color="595959")
+        row = 5
+        for heading, names in SUMMARY_BLOCKS:
+            ws.cell(row, 1, heading).font = SECTION_FONT
+            row += 1
+            self.header(ws, row, ["", "Value", "Unit"])
+            row += 1
+            for name in names:
+                item = self.model.items.get(name) or self.model.inputs[name]
+                put_text(ws.cell(row, 1), SUMMARY_LABELS.get(name, item.label))
+                cell = self.formula(ws, row, 2, name, self.plan.values[name], number_format(item.unit))
+                put_text(ws.cell(row, 3), self.unit_text(item.unit))
+                if name in {"total_cost", "master_check"}:
+                    ws.cell(row, 1).font = Font(bold=True)
+                    cell.font = Font(bold=True)
+                if getattr(item, "is_check", False) or name == "master_check":
+                    self.flag_format(ws, cell.coordinate)
+                row += 1
+            row += 1
+        self.widths(ws, [50, 22, 18, 30])
+        self.page_setup(ws, "1:1")
+
+    def change_log(self) -> None:
+        ws = self.wb["Change log"]
+        self.title(ws, "Change log", "Add a row for every change made to this workbook after it was generated.")
+        self.header(ws, 4, ["Date", "Version", "Who", "Change"])
+        put_text(ws.cell(5, 2), f"trainbudget {__version__}")
+        put_text(ws.cell(5, 3), "trainbudget")
+        put_text(ws.cell(5, 4), f"Generated from scenario {self.plan.scenario_id}.yaml")
+        self.widths(ws, [14, 20, 20, 80])
+        self.page_setup(ws)
+
+    def properties(self) -> None:
+        p = self.wb.properties
+        p.title = self.plan.scenario.name
+        p.subject = "LLM training compute, schedule and cost plan"
+        p.creator = "trainbudget"
+        p.keywords = f"trainbudget {__version__}"
+        p.version = __version__
+        p.description = f"Generated by trainbudget {__version__} from {self.plan.scenario_id}.yaml"
+        self.wb.calculation.fullCalcOnLoad = True
+
+    def build(self) -> WorkbookResult:
+        self.inputs()
+        self.catalog()
+        subtitles = {
+            "Compute": "Training FLOPs, throughput, GPU-hours and days (seed 002 sections 1-2)",
+            "Memory": "Memory first: model states and activations per GPU (seed 000 step 1, seed 002 section 4)",
+            "Cost": "Rental, network, storage, staffing and the contingency buffer (seed 002 section 5)",
+            "Checks": "Each check is 0 when fine, 1 when not; the master check on Summary adds them up",
+        }
+        for title in CALC_SHEETS:
+            self.calc_sheet(title, subtitles[title])
+        self.summary()
+        self.change_log()
+        self.properties()
+        buffer = io.BytesIO()
+        self.wb.save(buffer)
+        self.result.data = normalise_xlsx(buffer.getvalue())
+        return self.result
+
+
+SUMMARY_BLOCKS = (
+    ("How many accelerators", ("accelerator_name", "gpu_count", "layout_label", "memory_per_gpu_gb",
+                               "usable_hbm_gb", "check_memory_fits", "min_gpus_for_memory")),
+    ("For how long", ("train_flops", "effective_tflops", "gpu_hours", "gpu_days", "train_days")),
+    ("For how much", ("rental_cost", "network_cost", "storage_cost", "staffing_cost",
+                      "subtotal_cost", "buffer_cost", "total_cost")),
+    ("Checks", ("master_check",)),
+)
+SUMMARY_LABELS = {
+    "check_memory_fits": "Memory does not fit (1) / fits (0)",
+    "layout_label": "Layout TP × PP × DP",
+    "train_days": "Training days (pure compute)",
+}
+
+
+def _num(x: float) -> str:
+    return str(int(x)) if float(x).is_integer() else repr(float(x))
+
+
+def write_workbook(plan: Plan) -> WorkbookResult:
+    return _Writer(plan).build()
