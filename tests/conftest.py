@@ -1,0 +1,127 @@
+"""Session fixtures: the catalog, the seed plans, and the LibreOffice recalculation oracle.
+
+The oracle writes every workbook the session checks, including ones edited the way a reviewer
+would edit them, and recalculates them all in ONE LibreOffice call (start-up dominates: one
+call for 20 books takes about as long as 4 separate ones).
+"""
+
+from __future__ import annotations
+
+import openpyxl
+import pytest
+
+from budget.catalog import load_catalog
+from budget.recalc import read_values, recalculate
+from budget.workbook import write_workbook
+from support import (SEED_A100, SEED_H100, OracleCase, plan_of, raw, require_soffice,
+                     with_changes)
+
+
+@pytest.fixture(scope="session")
+def catalog():
+    return load_catalog()
+
+
+@pytest.fixture(scope="session")
+def seed_h100(catalog):
+    return plan_of(raw(SEED_H100), catalog, "gpt3-175b-h100")
+
+
+@pytest.fixture(scope="session")
+def seed_a100(catalog):
+    return plan_of(raw(SEED_A100), catalog, "gpt3-175b-a100")
+
+
+# --- the oracle's cases ---------------------------------------------------------------------
+# Plain cases: a scenario (seed data plus changes) written and recalculated as is.
+PLAIN_CASES = {
+    "seed-h100": (SEED_H100, {}),
+    "seed-a100": (SEED_A100, {}),
+    "seed-h100-256": (SEED_H100, {"hardware.gpu_count": 256}),
+    "seed-h100-1024": (SEED_H100, {"hardware.gpu_count": 1024, "parallelism.pp": 16}),
+    "korthikanti-sp-selective": (SEED_H100, {
+        "memory.activation_gb_per_microbatch": None, "parallelism.sequence_parallel": True,
+        "parallelism.recompute": "selective", "parallelism.zero_stage": 1,
+        "parallelism.micro_batch_size": 2}),
+    "zero3-full-recompute": (SEED_H100, {
+        "memory.activation_gb_per_microbatch": None, "parallelism.tp": 8, "parallelism.pp": 4,
+        "parallelism.zero_stage": 3, "parallelism.recompute": "full",
+        "memory.precision": "mixed_bf16_adam8bit", "prices.network": 0.05}),
+    "custom-shape-no-staff": (SEED_H100, {
+        "model.preset": None, "model.layers": 32, "model.hidden_size": 4096,
+        "model.attention_heads": 32, "model.seq_len": 4096, "model.vocab_size": 32000,
+        "data.train_tokens": "1T", "hardware.gpu_count": 64, "parallelism.tp": 2,
+        "parallelism.pp": 2, "staffing": [], "memory.activation_gb_per_microbatch": None,
+        "hardware.effective_tflops": None, "hardware.peak_tflops": None,
+        "storage": {}, "sources": {}}),
+}
+
+# One workbook per catalog accelerator, so every Catalog row is looked up once.
+ACCELERATOR_IDS = [
+    "nvidia_h100_sxm", "nvidia_h200_sxm", "nvidia_h800_sxm", "nvidia_a100_80gb_sxm",
+    "nvidia_a100_40gb_sxm", "nvidia_a800_sxm", "nvidia_b100", "nvidia_b200", "nvidia_gb200",
+    "amd_mi300x", "amd_mi325x", "huawei_ascend_910b", "nvidia_h20",
+]
+for _acc in ACCELERATOR_IDS:
+    PLAIN_CASES[f"acc-{_acc}"] = (SEED_H100, {
+        "hardware.accelerator": _acc, "hardware.peak_tflops": None,
+        "hardware.effective_tflops": None, "parallelism.tp": 4 if _acc != "nvidia_gb200" else 2})
+
+# Live edits: (base case, {defined name: new cell value}, the same edit as scenario changes).
+EDIT_CASES = {
+    "edit-1024-a100-buffer30": ("seed-h100", {
+        "gpu_count": 1024, "gpu_type": "nvidia_a100_80gb_sxm", "buffer_rate": 0.30,
+    }, {
+        "hardware.gpu_count": 1024, "hardware.accelerator": "nvidia_a100_80gb_sxm",
+        "buffer_rate": 0.30,
+        # The workbook keeps the seed's MFU (450/990) as its input, and the seed's 990 peak
+        # override stays on the H100 row, so the A100 row's datasheet peak applies.
+        "hardware.peak_tflops": None, "hardware.effective_tflops": None,
+        "hardware.mfu": 450 / 990,
+    }),
+    "edit-layout-and-prices": ("korthikanti-sp-selective", {
+        "tp_size": 8, "pp_size": 4, "zero_stage": 2, "recompute": "full",
+        "price_per_gpu_hour": 2.49, "mfu": 0.5,
+    }, {
+        "parallelism.tp": 8, "parallelism.pp": 4, "parallelism.zero_stage": 2,
+        "parallelism.recompute": "full", "prices.per_gpu_hour": 2.49,
+        "hardware.effective_tflops": None, "hardware.mfu": 0.5,   # the 990 peak override stays
+    }),
+}
+
+
+def _edit_book(source, target, names: dict, edits: dict) -> None:
+    """Change input cells the way a reviewer would, keeping every formula."""
+    wb = openpyxl.load_workbook(source)
+    for name, value in edits.items():
+        sheet, coord = names[name].split("!")
+        wb[sheet][coord].value = value
+    wb.save(target)
+
+
+@pytest.fixture(scope="session")
+def oracle(tmp_path_factory, catalog) -> dict[str, OracleCase]:
+    require_soffice()
+    folder = tmp_path_factory.mktemp("oracle")
+    cases: dict[str, OracleCase] = {}
+    for name, (path, changes) in PLAIN_CASES.items():
+        plan = plan_of(with_changes(raw(path), changes), catalog, name)
+        result = write_workbook(plan)
+        book = folder / f"{name}.xlsx"
+        book.write_bytes(result.data)
+        cases[name] = OracleCase(name, book, plan, result.expected, result.names)
+    for name, (base, edits, changes) in EDIT_CASES.items():
+        base_case = cases[base]
+        book = folder / f"{name}.xlsx"
+        _edit_book(base_case.path, book, base_case.names, edits)
+        base_path = SEED_H100 if base.startswith("seed") else PLAIN_CASES[base][0]
+        base_changes = PLAIN_CASES[base][1]
+        plan = plan_of(with_changes(with_changes(raw(base_path), base_changes), changes),
+                       catalog, name)
+        # Expected values come from the edited scenario's own workbook, matched by name.
+        expected_book = write_workbook(plan)
+        cases[name] = OracleCase(name, book, plan, expected_book.expected, base_case.names)
+    recalculated = recalculate([c.path for c in cases.values()], folder / "recalculated")
+    for case in cases.values():
+        case.values = read_values(recalculated[case.path])
+    return cases
