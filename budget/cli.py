@@ -1,0 +1,128 @@
+"""Command line: the only place where typed errors become messages and exit codes.
+
+    trainbudget                      build the bundled example into out/
+    trainbudget A.yaml B.yaml -o DIR build scenarios into DIR
+
+Everything is validated and rendered in memory first; files are written only when every
+scenario is good, each through a temporary file and a rename, so bad input never leaves a
+half-written output behind.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from . import __version__
+from .catalog import data_dir, load_catalog
+from .errors import InputError, Problem, ScenarioError
+from .plan import Plan, build_plan
+from .scenario import load_scenario
+from .workbook import write_workbook
+
+EXIT_OK, EXIT_FAILURE, EXIT_BAD_INPUT = 0, 1, 2
+BUNDLED_EXAMPLE = "gpt3-175b-h100.yaml"
+
+
+@dataclass
+class Output:
+    path: Path
+    data: bytes
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="trainbudget",
+        description="Plan an LLM training run: accelerators, duration and cost. Writes an .xlsx "
+                    "workbook of live formulas for each scenario.",
+        epilog="Bad input exits with status 2 and writes nothing.")
+    p.add_argument("scenarios", nargs="*", type=Path, metavar="SCENARIO.yaml",
+                   help=f"scenario files (default: the bundled example {BUNDLED_EXAMPLE})")
+    p.add_argument("-o", "--output-dir", type=Path, default=Path("out"), metavar="DIR",
+                   help="where to write the outputs (default: out)")
+    p.add_argument("-q", "--quiet", action="store_true", help="print only errors and warnings")
+    p.add_argument("--version", action="version", version=f"trainbudget {__version__}")
+    return p
+
+
+def render(plan: Plan) -> list[Output]:
+    return [Output(Path(f"{plan.scenario_id}.xlsx"), write_workbook(plan).data)]
+
+
+def plan_file(path: Path, catalog) -> Plan:
+    scenario = load_scenario(path, catalog)
+    return build_plan(scenario, catalog, scenario_id=path.stem, scenario_file=path.name)
+
+
+def write_atomically(outdir: Path, outputs: list[Output]) -> list[Path]:
+    outdir.mkdir(parents=True, exist_ok=True)
+    staged = []
+    try:
+        for out in outputs:
+            fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=out.path.suffix, dir=outdir)
+            with os.fdopen(fd, "wb") as fh:
+                fh.write(out.data)
+            staged.append((Path(tmp), outdir / out.path))
+    except BaseException:
+        for tmp, _ in staged:
+            tmp.unlink(missing_ok=True)
+        raise
+    for tmp, final in staged:
+        os.replace(tmp, final)
+    return [final for _, final in staged]
+
+
+def _print_error(err: InputError) -> None:
+    for problem in err.problems:
+        where = f"{err.file}: {problem.path}: " if problem.path else f"{err.file}: "
+        print(f"error: {where}{problem.message}", file=sys.stderr)
+        print(f"  fix: {problem.fix}", file=sys.stderr)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    paths = args.scenarios or [data_dir("scenarios") / BUNDLED_EXAMPLE]
+    stems = [p.stem for p in paths]
+    duplicates = sorted({s for s in stems if stems.count(s) > 1})
+    if duplicates:
+        _print_error(ScenarioError(duplicates[0], [Problem(
+            "", "two scenarios share this file name, so their outputs would overwrite each other",
+            "rename one of the files")]))
+        return EXIT_BAD_INPUT
+    try:
+        catalog = load_catalog()
+        plans = [plan_file(p, catalog) for p in paths]
+        outputs = [out for plan in plans for out in render(plan)]
+    except InputError as err:
+        _print_error(err)
+        return EXIT_BAD_INPUT
+    try:
+        written = write_atomically(args.output_dir, outputs)
+    except OSError as err:
+        print(f"error: cannot write to {args.output_dir}: {err.strerror or err}", file=sys.stderr)
+        print("  fix: choose a writable output directory with -o DIR", file=sys.stderr)
+        return EXIT_FAILURE
+    for plan in plans:
+        for warning in plan.warnings:
+            print(f"warning: {plan.scenario_id}: {warning}", file=sys.stderr)
+        if not args.quiet:
+            print(_headline(plan))
+    if not args.quiet:
+        for path in written:
+            print(f"  wrote {path}")
+    return EXIT_OK
+
+
+def _headline(plan: Plan) -> str:
+    v, cur = plan.values, plan.scenario.prices.currency
+    return (f"{plan.scenario_id}: {plan.gpu_count:,} x {v['accelerator_name']} "
+            f"({v['layout_label']}), {plan.train_days:,.1f} training days, "
+            f"{plan.gpu_hours:,.0f} GPU-hours, total {plan.total_cost:,.0f} {cur}")
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,144 @@
+"""The command line: outputs, exact error messages, exit status 2, nothing half-written."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from budget import __version__
+from budget.cli import main
+from support import ROOT, SEED_H100
+
+SEED_TEXT = SEED_H100.read_text(encoding="utf-8")
+
+
+def _bad(tmp_path: Path, name: str, text: str) -> Path:
+    path = tmp_path / f"{name}.yaml"
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def _run(capsys, *args) -> tuple[int, str, str]:
+    code = main([str(a) for a in args])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+BAD_INPUTS = {
+    "broken-yaml": (
+        "name: broken\nmodel: [unclosed\ndata:\n  train_tokens: 3T\n",
+        "error: {f}: line 3, column 5: this is not valid YAML: expected ',' or ']', but got ':' "
+        "(while parsing a flow sequence at line 2, column 8)\n"
+        "  fix: check the indentation and quoting on that line; text containing ': ' or starting "
+        "with a special character needs quotes\n"),
+    "unknown-key": (
+        SEED_TEXT.replace("  gpu_count: 512", "  gpu_cont: 512"),
+        "error: {f}: hardware.gpu_cont: unknown key\n"
+        "  fix: did you mean 'gpu_count'? remove or rename it; allowed keys here: accelerator, "
+        "gpu_count, peak_tflops, mfu, effective_tflops, usable_memory_fraction\n"
+        "error: {f}: hardware.gpu_count: required but missing\n"
+        "  fix: add hardware.gpu_count\n"),
+    "negative-tokens": (
+        SEED_TEXT.replace("  train_tokens: 3T ", "  train_tokens: -3e12 "),
+        "error: {f}: data.train_tokens: should be greater than 0 (got '-3e12')\n"
+        "  fix: set data.train_tokens to a number greater than 0\n"),
+    "tp-pp-not-dividing": (
+        SEED_TEXT.replace("  gpu_count: 512", "  gpu_count: 500"),
+        "error: {f}: parallelism.pp: tp 4 x pp 8 = 32 does not divide gpu_count 500, so the "
+        "data-parallel degree would not be whole\n"
+        "  fix: choose a gpu_count that is a multiple of 32, or change tp or pp\n"),
+    "unknown-accelerator": (
+        SEED_TEXT.replace("accelerator: nvidia_h100_sxm", "accelerator: nvidia_h1000"),
+        "error: {f}: hardware.accelerator: unknown accelerator 'nvidia_h1000'\n"
+        "  fix: did you mean 'nvidia_h100_sxm'? use an id from catalogs/accelerators.yaml: "
+        "nvidia_h100_sxm, nvidia_h200_sxm, nvidia_h800_sxm, nvidia_a100_80gb_sxm, "
+        "nvidia_a100_40gb_sxm, nvidia_a800_sxm, nvidia_b100, nvidia_b200, nvidia_gb200, "
+        "amd_mi300x, amd_mi325x, huawei_ascend_910b, nvidia_h20\n"),
+    "formula-name": (
+        SEED_TEXT.replace("name: GPT-3 175B on 512 H100", "name: =HYPERLINK(\"http://x\")"),
+        "error: {f}: name: text may not start with '=': a spreadsheet would read it as a formula\n"
+        "  fix: remove the leading '=' or start the text with a letter or digit\n"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BAD_INPUTS))
+def test_bad_input_exact_message_exit_2_nothing_written(tmp_path, capsys, case):
+    text, expected = BAD_INPUTS[case]
+    scenario = _bad(tmp_path, case, text)
+    out_dir = tmp_path / "out"
+    code, out, err = _run(capsys, scenario, "-o", out_dir)
+    assert code == 2
+    assert err == expected.format(f=scenario)
+    assert out == ""
+    assert not out_dir.exists()
+
+
+def test_one_bad_scenario_stops_all_outputs(tmp_path, capsys):
+    bad = _bad(tmp_path, "bad", SEED_TEXT.replace("  gpu_count: 512", "  gpu_count: -4"))
+    out_dir = tmp_path / "out"
+    code, _, err = _run(capsys, SEED_H100, bad, "-o", out_dir)
+    assert code == 2 and "hardware.gpu_count" in err
+    assert not out_dir.exists(), "the good scenario's workbook must not be written either"
+
+
+def test_bad_input_from_a_real_process_has_no_traceback(tmp_path):
+    bad = _bad(tmp_path, "bad", "name: x\nmodel: {preset: gpt3-175b}\n")
+    proc = subprocess.run([sys.executable, str(ROOT / "generate.py"), str(bad), "-o", str(tmp_path / "o")],
+                          capture_output=True, text=True, cwd=tmp_path)
+    assert proc.returncode == 2
+    assert "Traceback" not in proc.stderr
+    assert proc.stderr.startswith(f"error: {bad}: data: required but missing\n")
+    assert not (tmp_path / "o").exists()
+
+
+def test_missing_file(tmp_path, capsys):
+    code, _, err = _run(capsys, tmp_path / "nope.yaml", "-o", tmp_path / "o")
+    assert code == 2
+    assert err == f"error: {tmp_path / 'nope.yaml'}: file not found\n  fix: check the path\n"
+
+
+def test_no_arguments_builds_the_bundled_example(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    code, out, err = _run(capsys)
+    assert code == 0
+    assert (tmp_path / "out" / "gpt3-175b-h100.xlsx").is_file()
+    assert out.startswith("gpt3-175b-h100: 512 x NVIDIA H100 80GB SXM5 (4 × 8 × 16), 158.2 training "
+                          "days, 1,944,444 GPU-hours, total 4,578,000 USD\n")
+    # The seed's layout does not fit without ZeRO or recomputation, and the tool says so.
+    assert "warning: gpt3-175b-h100: check failing: Memory per GPU fits in usable HBM" in err
+
+
+def test_several_scenarios_and_output_dir(tmp_path, capsys):
+    code, out, _ = _run(capsys, SEED_H100, ROOT / "scenarios" / "gpt3-175b-a100.yaml",
+                        "-o", tmp_path / "books", "-q")
+    assert code == 0 and out == ""
+    assert sorted(p.name for p in (tmp_path / "books").iterdir()) == [
+        "gpt3-175b-a100.xlsx", "gpt3-175b-h100.xlsx"]
+
+
+def test_same_file_name_twice_is_refused(tmp_path, capsys):
+    other = tmp_path / "gpt3-175b-h100.yaml"
+    other.write_text(SEED_TEXT, encoding="utf-8")
+    code, _, err = _run(capsys, SEED_H100, other, "-o", tmp_path / "o")
+    assert code == 2 and "overwrite each other" in err
+
+
+def test_version_and_help(capsys):
+    with pytest.raises(SystemExit) as exit_:
+        main(["--version"])
+    assert exit_.value.code == 0
+    assert capsys.readouterr().out == f"trainbudget {__version__}\n"
+    with pytest.raises(SystemExit):
+        main(["--help"])
+    assert "SCENARIO.yaml" in capsys.readouterr().out
+
+
+def test_generate_py_twice_gives_byte_identical_files(tmp_path):
+    for run in ("a", "b"):
+        subprocess.run([sys.executable, str(ROOT / "generate.py"), str(SEED_H100), "-o",
+                        str(tmp_path / run), "-q"], check=True, capture_output=True)
+    first = (tmp_path / "a" / "gpt3-175b-h100.xlsx").read_bytes()
+    assert first == (tmp_path / "b" / "gpt3-175b-h100.xlsx").read_bytes()
