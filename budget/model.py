@@ -115,7 +115,7 @@ def _inputs(b: ModelBuilder) -> _Inputs:
 
     b.input_section("Constants")
     add("flops_per_param_token", "Training FLOPs per parameter per token (2 forward + 4 backward)",
-        "FLOP", minimum=0)
+        "FLOP/(parameter·token)", minimum=0)
     add("bytes_per_gb", "Bytes per GB (decimal, as HBM is marketed)", "bytes", minimum=1)
     add("flops_per_tflop", "FLOP/s per TFLOP/s", "FLOP/s", minimum=1)
     return i

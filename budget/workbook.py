@@ -62,6 +62,8 @@ def number_format(unit: str, kind: str = "number") -> str | None:
         return "#,##0.0"
     if unit in {"flag", "checks", "stage"}:
         return "0"
+    if unit in {"people", "months"} or unit.startswith("FLOP/"):
+        return "General"
     return "#,##0"
 
 
@@ -99,7 +101,7 @@ class _Writer:
 
     # --- helpers ---------------------------------------------------------------------
     def unit_text(self, unit: str) -> str:
-        return unit.replace("currency", self.currency)
+        return "" if unit == "text" else unit.replace("currency", self.currency)
 
     def define(self, name: str, ws, ref: str) -> None:
         sheet = ws.title
@@ -178,7 +180,8 @@ class _Writer:
         fmt = number_format(d.unit, d.kind)
         if fmt:
             cell.number_format = fmt
-        put_text(ws.cell(row, 3), self.unit_text(d.unit))
+        if self.unit_text(d.unit):
+            put_text(ws.cell(row, 3), self.unit_text(d.unit))
         put_text(ws.cell(row, 4), iv.source)
         if iv.note:
             put_text(ws.cell(row, 5), iv.note)
@@ -295,7 +298,8 @@ class _Writer:
         put_text(ws.cell(row, 1), item.label)
         cell = self.formula(ws, row, 2, item.expr.excel(), self.plan.values[item.name],
                             number_format(item.unit))
-        put_text(ws.cell(row, 3), self.unit_text(item.unit))
+        if self.unit_text(item.unit):
+            put_text(ws.cell(row, 3), self.unit_text(item.unit))
         put_text(ws.cell(row, 4), item.name)
         ws.cell(row, 4).font = Font(color="7F7F7F")
         if item.fix or item.note:
@@ -331,7 +335,8 @@ class _Writer:
                 item = self.model.items.get(name) or self.model.inputs[name]
                 put_text(ws.cell(row, 1), SUMMARY_LABELS.get(name, item.label))
                 cell = self.formula(ws, row, 2, name, self.plan.values[name], number_format(item.unit))
-                put_text(ws.cell(row, 3), self.unit_text(item.unit))
+                if self.unit_text(item.unit):
+                    put_text(ws.cell(row, 3), self.unit_text(item.unit))
                 if name in {"total_cost", "master_check"}:
                     ws.cell(row, 1).font = Font(bold=True)
                     cell.font = Font(bold=True)
@@ -383,12 +388,12 @@ class _Writer:
 
 
 SUMMARY_BLOCKS = (
+    ("Checks", ("master_check",)),
     ("How many accelerators", ("accelerator_name", "gpu_count", "layout_label", "memory_per_gpu_gb",
                                "usable_hbm_gb", "check_memory_fits", "min_gpus_for_memory")),
     ("For how long", ("train_flops", "effective_tflops", "gpu_hours", "gpu_days", "train_days")),
     ("For how much", ("rental_cost", "network_cost", "storage_cost", "staffing_cost",
                       "subtotal_cost", "buffer_cost", "total_cost")),
-    ("Checks", ("master_check",)),
 )
 SUMMARY_LABELS = {
     "check_memory_fits": "Memory does not fit (1) / fits (0)",
