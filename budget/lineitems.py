@@ -86,17 +86,29 @@ class Model:
         """Every input and item value, computed by the compiled model."""
         return self._compiled(dict(inputs), tables)
 
-    def subset(self, wanted: set[str]) -> Callable[[dict, Mapping], dict]:
-        """A compiled function computing only `wanted` items and what they depend on."""
+    def affected_by(self, inputs: set[str]) -> list[str]:
+        """Items whose value changes when any of `inputs` changes, in model order."""
+        changed = set(inputs)
+        out = []
+        for item in self.items.values():
+            if item.expr.refs() & changed:
+                changed.add(item.name)
+                out.append(item.name)
+        return out
+
+    def dependents(self, inputs: set[str], outputs) -> Callable[[dict, Mapping], dict]:
+        """A compiled function that recomputes, from an already evaluated environment, the
+        items of `outputs` (and their dependencies) that `inputs` affect."""
         needed: set[str] = set()
-        stack = list(wanted)
+        stack = list(outputs)
         while stack:
             name = stack.pop()
             if name in needed or name not in self.items:
                 continue
             needed.add(name)
             stack.extend(self.items[name].expr.refs())
-        return compile_items((i.name, i.expr) for i in self.items.values() if i.name in needed)
+        rerun = [n for n in self.affected_by(inputs) if n in needed]
+        return compile_items((n, self.items[n].expr) for n in rerun)
 
     def checks(self) -> list[Item]:
         return [i for i in self.items.values() if i.is_check]

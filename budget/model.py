@@ -1,7 +1,7 @@
 """The planning model: every input and every derived line item, defined once.
 
-Read top to bottom, this is the calculation a reviewer sees in the workbook: Compute, Memory,
-Cost and Checks, in that order. Each `item` is one row and one live formula; the planner runs
+Definition order is dependency order; each item names the sheet it is shown on (Memory,
+Parallelism, Compute, Cost, Checks). Each `item` is one row and one live formula; the planner runs
 the same definitions compiled to Python. Sources for the formulas are in the notes and in
 ../shared/reference/formulas.md.
 """
@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from functools import lru_cache
 
-from .formula import (ABS, IF, ISNUMBER, MIN, MOD, ROUNDUP, SUM, SUMPRODUCT, Lookup, Ref)
+from .formula import (ABS, IF, ISNUMBER, MIN, MOD, NOT, OR, ROUNDUP, SUM, SUMPRODUCT, Lookup, Ref)
 from .lineitems import Model, ModelBuilder
 
 ACCELERATOR_TABLE = "acc"
@@ -24,8 +24,11 @@ def build_model() -> Model:
     b = ModelBuilder()
     _tables(b)
     inp = _inputs(b)
-    _compute(b, inp)
+    _accelerator(b, inp)
+    _layout(b, inp)
     _memory(b, inp)
+    _efficiency(b, inp)
+    _compute(b, inp)
     _cost(b, inp)
     _checks(b, inp)
     return b.model
@@ -50,6 +53,7 @@ def _tables(b: ModelBuilder) -> None:
         ("replicated", "Not split by TP", "bytes/(s·b·h)"),
         ("split", "Split by TP", "bytes/(s·b·h)"),
         ("attention", "Attention score coefficient (× a·s/h, split by TP)", "bytes/(s·b·h)"),
+        ("recompute_overhead", "Recomputation overhead", "fraction of compute"),
     ])
 
 
@@ -74,7 +78,8 @@ def _inputs(b: ModelBuilder) -> _Inputs:
     b.input_section("Hardware")
     add("gpu_type", "Accelerator", "catalog id", kind="choice", choices_from="acc_id")
     add("gpu_count", "GPUs", "GPUs", kind="integer", minimum=1)
-    add("mfu", "Model FLOPs utilisation (MFU)", "fraction", kind="fraction", minimum=0, maximum=1)
+    add("deadline_days", "Deadline for training (blank = none)", "days", minimum=0, optional=True)
+    add("mfu", "Baseline MFU", "fraction", kind="fraction", minimum=0, maximum=1)
     add("usable_memory_fraction", "Usable share of HBM", "fraction", kind="fraction",
         minimum=0, maximum=1)
 
@@ -86,10 +91,27 @@ def _inputs(b: ModelBuilder) -> _Inputs:
     add("sequence_parallel", "Sequence parallelism", "yes/no", kind="choice", choices=YES_NO)
     add("micro_batch_size", "Micro-batch", "sequences", kind="integer", minimum=1)
 
+    b.input_section("Sizing (seed 000 steps 2-3)")
+    add("split_margin", "Splitting margin on the memory-first count", "fraction", kind="fraction",
+        minimum=0, maximum=10)
+    add("spare_nodes", "Spare nodes", "nodes", kind="integer", minimum=0)
+
+    b.input_section("Layout efficiency")
+    add("layout_efficiency_override", "Layout efficiency (blank = the model on Parallelism)", "fraction",
+        kind="fraction", minimum=0, maximum=2, optional=True)
+    add("reference_layout_efficiency", "Layout efficiency at which the baseline MFU was measured",
+        "fraction", kind="fraction", minimum=0, maximum=1)
+    add("tp_comm_exposed", "Share of TP communication not overlapped", "fraction", kind="fraction",
+        minimum=0, maximum=1)
+    add("dp_comm_exposed", "Share of DP communication not overlapped", "fraction", kind="fraction",
+        minimum=0, maximum=1)
+
     b.input_section("Memory")
     add("weight_bytes_per_param", "Weights", "bytes/parameter", minimum=0)
     add("grad_bytes_per_param", "Gradients", "bytes/parameter", minimum=0)
     add("optimizer_bytes_per_param", "Optimizer states", "bytes/parameter", minimum=0)
+    add("flash_attention", "FlashAttention (attention scores not stored)", "yes/no",
+        kind="choice", choices=YES_NO)
     add("activation_gb_override", "Activations of one micro-batch, whole model (blank = formula)",
         "GB", minimum=0, optional=True)
 
@@ -118,6 +140,11 @@ def _inputs(b: ModelBuilder) -> _Inputs:
         "FLOP/(parameter·token)", minimum=0)
     add("bytes_per_gb", "Bytes per GB (decimal, as HBM is marketed)", "bytes", minimum=1)
     add("flops_per_tflop", "FLOP/s per TFLOP/s", "FLOP/s", minimum=1)
+    add("bits_per_byte", "Bits per byte", "bits", minimum=1)
+    add("activation_bytes_per_element", "Bytes per activation element (bf16)", "bytes", minimum=1)
+    add("tp_collectives_per_layer", "TP collectives per layer per micro-batch (2 forward + 2 backward)",
+        "collectives", minimum=0)
+    add("zero3_comm_factor", "ZeRO-3 traffic relative to plain data parallel", "×", minimum=1)
     return i
 
 
@@ -125,44 +152,41 @@ def _acc(column: str) -> Lookup:
     return Lookup(ACCELERATOR_TABLE, column, Ref("gpu_type"))
 
 
-def _compute(b: ModelBuilder, i: _Inputs) -> None:
+def _accelerator(b: ModelBuilder, i: _Inputs) -> None:
     b.sheet("Compute", "Accelerator")
     b.item("accelerator_name", "Accelerator", "text", _acc("name"),
            "From the Catalog sheet by INDEX/MATCH on the chosen id")
-    peak = b.item("peak_tflops", "Peak dense BF16 throughput", "TFLOPS", _acc("peak_bf16_tflops"),
-                  "Catalog; dense, without 2:4 sparsity")
-    gpn = b.item("gpus_per_node", "GPUs per node", "GPUs", _acc("gpus_per_node"), "Catalog")
-
-    b.section("Training compute")
-    flops = b.item("train_flops", "Training compute (6·N·D)", "FLOP",
-                   i.flops_per_param_token * i.model_params * i.train_tokens,
-                   "Kaplan et al. 2020; seed 002 section 1")
-    eff = b.item("effective_tflops", "Effective throughput per GPU", "TFLOPS", peak * i.mfu,
-                 "Peak × MFU; seed 002 section 2")
-    b.item("cluster_pflops", "Effective cluster throughput", "PFLOPS", eff * i.gpu_count / 1000)
-    gpu_s = b.item("gpu_seconds", "GPU-seconds", "GPU-s", flops / (eff * i.flops_per_tflop))
-    gpu_h = b.item("gpu_hours", "GPU-hours", "GPU-h", gpu_s / 3600)
-    gpu_d = b.item("gpu_days", "GPU-days", "GPU-days", gpu_h / 24)
-    b.item("train_days", "Training days at this GPU count", "days", gpu_d / i.gpu_count,
-           "Pure training time: no queue, setup, failures or evaluation")
+    b.item("peak_tflops", "Peak dense BF16 throughput", "TFLOPS", _acc("peak_bf16_tflops"),
+           "Catalog; dense, without 2:4 sparsity")
+    b.item("gpus_per_node", "GPUs per node", "GPUs", _acc("gpus_per_node"), "Catalog")
+    b.item("intra_node_gb_per_s", "Intra-node bandwidth per GPU, one direction", "GB/s",
+           _acc("intra_node_gb_per_s"), "Catalog (NVLink, XGMI, HCCS)")
+    b.item("scale_out_gb_per_s", "Bandwidth between data-parallel and pipeline peers", "GB/s",
+           IF(i.gpu_count <= Ref("gpus_per_node"), Ref("intra_node_gb_per_s"),
+              _acc("inter_node_gbit_per_s") / i.bits_per_byte),
+           "The NIC's Gbit/s ÷ 8, or the intra-node fabric when the job fits in one node")
 
     b.section("Batch")
     batch_tokens = b.item("global_batch_tokens", "Tokens per step", "tokens",
                           i.global_batch_sequences * i.seq_len)
     b.item("train_steps", "Optimizer steps", "steps", i.train_tokens / batch_tokens)
 
-    b.section("Parallel layout")
+
+def _layout(b: ModelBuilder, i: _Inputs) -> None:
+    b.sheet("Parallelism", "Chosen layout")
     dp = b.item("dp_size", "Data parallel (DP) = GPUs ÷ (TP·PP)", "replicas",
                 i.gpu_count / (i.tp_size * i.pp_size))
     b.item("layout_label", "Layout TP × PP × DP", "text",
            i.tp_size.concat(" × ").concat(i.pp_size).concat(" × ").concat(dp))
-    b.item("nodes", "Nodes", "nodes", ROUNDUP(i.gpu_count / gpn, 0))
-    b.item("microbatches_per_step", "Micro-batches per step per pipeline", "micro-batches",
-           i.global_batch_sequences / (dp * i.micro_batch_size))
+    b.item("nodes", "Nodes", "nodes", ROUNDUP(i.gpu_count / Ref("gpus_per_node"), 0))
+    m = b.item("microbatches_per_step", "Micro-batches per step per pipeline (m)", "micro-batches",
+               i.global_batch_sequences / (dp * i.micro_batch_size))
+    b.item("microbatches_in_flight", "Micro-batches held by the first stage (1F1B)",
+           "micro-batches", MIN(i.pp_size, m), "min(p, m): 1F1B keeps at most p in flight")
 
 
 def _memory(b: ModelBuilder, i: _Inputs) -> None:
-    r = lambda name: Ref(name)  # noqa: E731 - items defined on earlier sheets
+    r = Ref
     b.sheet("Memory", "Accelerator memory")
     hbm = b.item("hbm_gb", "HBM per GPU", "GB", _acc("hbm_gb"), "Catalog")
     usable = b.item("usable_hbm_gb", "Usable HBM per GPU", "GB", hbm * i.usable_memory_fraction,
@@ -182,7 +206,8 @@ def _memory(b: ModelBuilder, i: _Inputs) -> None:
     split = b.item("act_bytes_split", "Bytes per s·b·h split by TP", "bytes",
                    Lookup(ACTIVATION_TABLE, "split", mode))
     attn = b.item("act_bytes_attention", "Attention coefficient (× a·s/h)", "bytes",
-                  Lookup(ACTIVATION_TABLE, "attention", mode))
+                  IF(i.flash_attention.eq("yes"), 0, Lookup(ACTIVATION_TABLE, "attention", mode)),
+                  "FlashAttention never stores the s² attention scores, so the term is 0 with it")
     sbh = b.item("act_sbh", "s·b·h of one micro-batch", "elements",
                  i.seq_len * i.micro_batch_size * i.hidden_size)
     per_layer = b.item("activation_layer_gb", "Activations per layer, one micro-batch, unsplit", "GB",
@@ -203,18 +228,95 @@ def _memory(b: ModelBuilder, i: _Inputs) -> None:
                    "ZeRO-2 and up shard gradients over DP")
     o_gpu = b.item("optimizer_per_gpu_gb", "Optimizer states", "GB", o / (tp * pp) / IF(zero >= 1, dp, 1),
                    "ZeRO-1 and up shard optimizer states over DP")
-    in_flight = b.item("microbatches_in_flight", "Micro-batches held by the first stage (1F1B)",
-                       "micro-batches", MIN(pp, r("microbatches_per_step")))
     a_gpu = b.item("activations_per_gpu_gb", "Activations", "GB",
                    IF(ISNUMBER(i.activation_gb_override), i.activation_gb_override / (tp * pp),
                       sbh * (rep + split / tp + attn * i.attention_heads * i.seq_len / (i.hidden_size * tp))
-                      * (i.model_layers / pp) * in_flight / i.bytes_per_gb),
+                      * (i.model_layers / pp) * r("microbatches_in_flight") / i.bytes_per_gb),
                    "Override ÷ (TP·PP) as seed 002 divides it; else L/p layers × micro-batches in flight")
     per_gpu = b.item("memory_per_gpu_gb", "Memory per GPU", "GB", w_gpu + g_gpu + o_gpu + a_gpu)
     b.item("memory_headroom_gb", "Headroom (usable − needed)", "GB", usable - per_gpu,
            "Negative means the layout does not fit")
-    b.item("min_gpus_for_memory", "Fewest GPUs whose usable HBM holds the total", "GPUs",
-           ROUNDUP(total / usable, 0), "Seed 000 step 3: total memory ÷ usable memory per GPU")
+
+    b.section("GPU count from memory (seed 000 steps 1-3)")
+    min_gpus = b.item("min_gpus_for_memory", "Fewest GPUs whose usable HBM holds the total", "GPUs",
+                      ROUNDUP(total / usable, 0), "Step 3: total memory ÷ usable memory per GPU")
+    min_nodes = b.item("min_nodes_for_memory", "… in whole nodes", "nodes",
+                       ROUNDUP(min_gpus / r("gpus_per_node"), 0))
+    nodes = b.item("memory_first_nodes", "… plus the splitting margin", "nodes",
+                   ROUNDUP(min_nodes * (1 + i.split_margin), 0),
+                   "Finer splits communicate more and need more room (seed 000)")
+    b.item("memory_first_gpus", "Memory-first GPU count", "GPUs", nodes * r("gpus_per_node"))
+    b.item("reserved_gpus", "GPUs to reserve with spare nodes", "GPUs",
+           (r("nodes") + i.spare_nodes) * r("gpus_per_node"),
+           "Training nodes plus spares that take over a failed node (BLOOM kept 4 beside 48)")
+
+
+def _efficiency(b: ModelBuilder, i: _Inputs) -> None:
+    r = Ref
+    tp, pp, m = i.tp_size, i.pp_size, r("microbatches_per_step")
+    b.sheet("Parallelism", "Step time at the baseline MFU")
+    rate = b.item("baseline_flops_per_gpu_s", "Baseline throughput per GPU", "FLOP/s",
+                  r("peak_tflops") * i.mfu * i.flops_per_tflop)
+    step = b.item("step_compute_s", "Compute time per step, no losses", "s",
+                  i.flops_per_param_token * i.model_params * r("global_batch_tokens")
+                  / (i.gpu_count * rate))
+
+    b.section("Pipeline bubble (1F1B)")
+    bubble = b.item("bubble_fraction", "Bubble (p − 1) ÷ m", "fraction of step", (pp - 1) / m,
+                    "Narayanan et al. 2021; idle time relative to the ideal step")
+
+    b.section("Communication per GPU per step")
+    tp_gb = b.item("tp_comm_gb", "TP collectives (ring volume)", "GB",
+                   i.tp_collectives_per_layer * 2 * (tp - 1) / tp * r("act_sbh")
+                   * i.activation_bytes_per_element * (i.model_layers / pp) * m / i.bytes_per_gb,
+                   "Per layer and micro-batch: 4 all-reduces (or all-gather + reduce-scatter) of s·b·h")
+    tp_s = b.item("tp_comm_s", "TP time over the intra-node fabric", "s", tp_gb / r("intra_node_gb_per_s"))
+    dp_gb = b.item("dp_comm_gb", "Gradient reduction over DP (ring volume)", "GB",
+                   2 * (r("dp_size") - 1) / r("dp_size") * i.model_params / (tp * pp)
+                   * i.grad_bytes_per_param * IF(i.zero_stage > 2, i.zero3_comm_factor, 1)
+                   / i.bytes_per_gb, "ZeRO-3 adds parameter all-gathers: 1.5× the traffic")
+    dp_s = b.item("dp_comm_s", "DP time over the network", "s", dp_gb / r("scale_out_gb_per_s"))
+    pp_gb = b.item("pp_comm_gb", "Pipeline sends between stages", "GB",
+                   2 * MIN(1, pp - 1) * m * r("act_sbh") * i.activation_bytes_per_element / tp
+                   / i.bytes_per_gb, "Activations forward and gradients back, per micro-batch")
+    pp_s = b.item("pp_comm_s", "PP time over the network", "s", pp_gb / r("scale_out_gb_per_s"))
+    comm = b.item("comm_fraction", "Exposed communication", "fraction of step",
+                  (tp_s * i.tp_comm_exposed + dp_s * i.dp_comm_exposed + pp_s) / step,
+                  "TP is on the critical path; most DP traffic hides behind the backward pass")
+
+    b.section("Layout efficiency and effective MFU")
+    overhead = b.item("recompute_overhead", "Recomputation overhead", "fraction of step",
+                      Lookup(ACTIVATION_TABLE, "recompute_overhead", r("activation_mode")), "Catalog")
+    pipe_eff = b.item("pipeline_efficiency", "Pipeline efficiency 1 ÷ (1 + bubble)", "fraction", 1 / (1 + bubble))
+    comm_eff = b.item("communication_efficiency", "Communication efficiency 1 ÷ (1 + exposed)", "fraction",
+                      1 / (1 + comm))
+    rc_eff = b.item("recompute_efficiency", "Recomputation efficiency 1 ÷ (1 + overhead)", "fraction",
+                    1 / (1 + overhead))
+    raw_eff = b.item("layout_efficiency_model", "Layout efficiency, this layout", "fraction",
+                     pipe_eff * comm_eff * rc_eff)
+    eff = b.item("layout_efficiency", "Layout efficiency relative to the baseline's layout", "fraction",
+                 IF(ISNUMBER(i.layout_efficiency_override), i.layout_efficiency_override,
+                    raw_eff / i.reference_layout_efficiency),
+                 "The override, when given, replaces the model (1 = the MFU input is all-in)")
+    b.item("effective_mfu", "Effective MFU = baseline × layout efficiency", "fraction", i.mfu * eff)
+
+
+def _compute(b: ModelBuilder, i: _Inputs) -> None:
+    r = Ref
+    b.sheet("Compute", "Training compute")
+    flops = b.item("train_flops", "Training compute (6·N·D)", "FLOP",
+                   i.flops_per_param_token * i.model_params * i.train_tokens,
+                   "Kaplan et al. 2020; seed 002 section 1")
+    eff = b.item("effective_tflops", "Effective throughput per GPU", "TFLOPS",
+                 r("peak_tflops") * r("effective_mfu"), "Peak × effective MFU; seed 002 section 2")
+    b.item("cluster_pflops", "Effective cluster throughput", "PFLOPS", eff * i.gpu_count / 1000)
+    gpu_s = b.item("gpu_seconds", "GPU-seconds", "GPU-s", flops / (eff * i.flops_per_tflop))
+    gpu_h = b.item("gpu_hours", "GPU-hours", "GPU-h", gpu_s / 3600)
+    gpu_d = b.item("gpu_days", "GPU-days", "GPU-days", gpu_h / 24)
+    b.item("train_days", "Training days at this GPU count", "days", gpu_d / i.gpu_count,
+           "Pure training time: no queue, setup, failures or evaluation")
+    b.item("deadline_gpus", "GPUs the deadline needs at this throughput (0 = no deadline)", "GPUs",
+           IF(ISNUMBER(i.deadline_days), ROUNDUP(gpu_d / i.deadline_days, 0), 0))
 
 
 def _cost(b: ModelBuilder, i: _Inputs) -> None:
@@ -265,9 +367,19 @@ def _checks(b: ModelBuilder, i: _Inputs) -> None:
             "Change global_batch_sequences, micro_batch_size or the layout")
 
     b.section("Memory")
-    b.check("check_memory_fits", "Memory per GPU fits in usable HBM",
+    b.check("check_memory_fits", "Chosen layout fits in usable HBM",
             r("memory_per_gpu_gb") <= r("usable_hbm_gb"),
             "Raise tp/pp, turn on ZeRO or recomputation, or choose a larger accelerator")
+
+    b.check("check_gpus_cover_memory", "GPU count at least the memory-implied minimum",
+            i.gpu_count >= r("min_gpus_for_memory"), "Raise gpu_count")
+
+    b.section("Throughput and schedule")
+    b.check("check_mfu_plausible", "Effective MFU at most 100%", r("effective_mfu") <= 1,
+            "Lower the baseline MFU or the layout efficiency override")
+    b.check("check_meets_deadline", "Training fits the deadline",
+            OR(NOT(ISNUMBER(i.deadline_days)), r("train_days") <= i.deadline_days),
+            "Add GPUs (see deadline_gpus on Compute) or move the deadline")
 
     b.section("Arithmetic")
     b.check("check_costs_add_up", "Cost lines add up to the total",

@@ -80,21 +80,40 @@ class DataSection(_Section):
 
 
 class HardwareSection(_Section):
+    """GPU count: give it, or give deadline_days (the smallest count that meets it), or neither
+    (the memory-first count of seed 000). Utilisation: mfu or effective_tflops are all-in
+    figures (the layout efficiency is then 1); baseline_mfu is scaled by the layout's efficiency;
+    none of them takes the catalog's typical MFU as the baseline."""
     accelerator: str
-    gpu_count: PositiveInt
+    gpu_count: PositiveInt | None = None
+    deadline_days: PositiveFloat | None = None
     peak_tflops: PositiveFloat | None = None
     mfu: Fraction | None = None
     effective_tflops: PositiveFloat | None = None
+    baseline_mfu: Fraction | None = None
     usable_memory_fraction: Fraction = 0.9
 
 
 class ParallelismSection(_Section):
-    tp: PositiveInt = 1
-    pp: PositiveInt = 1
-    zero_stage: Literal[0, 1, 2, 3] = 0
-    recompute: Literal["none", "selective", "full"] = "none"
-    sequence_parallel: bool = False
-    micro_batch_size: PositiveInt = 1
+    """Each key pins one dimension; leave it out and the layout search chooses it."""
+    tp: PositiveInt | None = None
+    pp: PositiveInt | None = None
+    zero_stage: Literal[0, 1, 2, 3] | None = None
+    recompute: Literal["none", "selective", "full"] | None = None
+    sequence_parallel: bool | None = None
+    micro_batch_size: PositiveInt | None = None
+
+
+class SizingSection(_Section):
+    split_margin: Annotated[float, Field(ge=0, le=10)] = 0.2
+    spare_nodes: Annotated[int, Field(ge=0)] = 1
+
+
+class EfficiencySection(_Section):
+    layout_efficiency: Annotated[float, Field(gt=0, le=2)] | None = None
+    reference_layout_efficiency: Fraction = 0.82
+    tp_comm_exposed: Annotated[float, Field(ge=0, le=1)] = 1.0
+    dp_comm_exposed: Annotated[float, Field(ge=0, le=1)] = 0.25
 
 
 PRECISIONS = {
@@ -109,6 +128,7 @@ PRECISIONS = {
 
 class MemorySection(_Section):
     precision: Literal["mixed_bf16_adam", "bf16_adam", "mixed_bf16_adam8bit"] = "mixed_bf16_adam"
+    flash_attention: bool = True
     activation_gb_per_microbatch: PositiveFloat | None = None
 
 
@@ -139,6 +159,8 @@ class Scenario(_Section):
     data: DataSection
     hardware: HardwareSection
     parallelism: ParallelismSection = ParallelismSection()
+    sizing: SizingSection = SizingSection()
+    efficiency: EfficiencySection = EfficiencySection()
     memory: MemorySection = MemorySection()
     prices: PricesSection
     storage: StorageSection = StorageSection()
@@ -161,10 +183,12 @@ class Scenario(_Section):
         shape = resolved_shape(self, catalog)
         if shape is not None:
             _check_layout(self, shape)
-        if self.hardware.mfu is not None and self.hardware.effective_tflops is not None:
-            raise rule_error("both mfu and effective_tflops are set",
-                             "keep one: mfu is a fraction of peak, effective_tflops a rate",
-                             "hardware.effective_tflops")
+        given = [k for k in ("mfu", "effective_tflops", "baseline_mfu")
+                 if getattr(self.hardware, k) is not None]
+        if len(given) > 1:
+            raise rule_error(f"{' and '.join(given)} are all utilisation figures",
+                             "keep one: mfu or effective_tflops (all-in), or baseline_mfu "
+                             "(scaled by the layout's efficiency)", f"hardware.{given[1]}")
         return self
 
 
@@ -223,18 +247,21 @@ def resolved_shape(s: Scenario, catalog: Catalog | None) -> dict | None:
 
 
 def _check_layout(s: Scenario, shape: dict) -> None:
+    """Rules for the pinned dimensions; free ones are the search's business."""
     p, hw = s.parallelism, s.hardware
-    if hw.gpu_count % (p.tp * p.pp):
+    split = (p.tp or 1) * (p.pp or 1)
+    if hw.gpu_count is not None and hw.gpu_count % split:
+        pinned = " x ".join(f"{k} {v}" for k, v in (("tp", p.tp), ("pp", p.pp)) if v)
         raise rule_error(
-            f"tp {p.tp} x pp {p.pp} = {p.tp * p.pp} does not divide gpu_count {hw.gpu_count}, "
+            f"{pinned} = {split} does not divide gpu_count {hw.gpu_count}, "
             "so the data-parallel degree would not be whole",
-            f"choose a gpu_count that is a multiple of {p.tp * p.pp}, or change tp or pp",
-            "parallelism.pp" if p.pp > 1 else "parallelism.tp")
-    if shape["attention_heads"] % p.tp:
+            f"choose a gpu_count that is a multiple of {split}, or change tp or pp",
+            "parallelism.pp" if p.pp and p.pp > 1 else "parallelism.tp")
+    if p.tp and shape["attention_heads"] % p.tp:
         raise rule_error(f"tp {p.tp} does not divide the {shape['attention_heads']} attention heads",
                          "choose a tp that divides the number of heads (1, 2, 4 or 8 usually)",
                          "parallelism.tp")
-    if p.pp > shape["layers"]:
+    if p.pp and p.pp > shape["layers"]:
         raise rule_error(f"pp {p.pp} is more pipeline stages than the model's {shape['layers']} layers",
                          f"choose a pp of at most {shape['layers']}", "parallelism.pp")
 
