@@ -11,6 +11,9 @@ from types import MappingProxyType
 from typing import Mapping
 
 from .catalog import Catalog
+from .errors import ScenarioError
+from .layout import (Candidate, Evaluator, Layout, NoLayoutFits, SearchResult, Space,
+                     first_count_that_fits, search, smallest_count_for_deadline)
 from .model import ACCELERATOR_TABLE, ACTIVATION_TABLE, build_model
 from .scenario import PRECISIONS, Scenario, resolved_shape
 
@@ -36,15 +39,27 @@ class TableData:
         return {c: {str(r["id"]).lower(): r[c] for r in self.rows} for c in columns}
 
 
-# Korthikanti et al. 2022, Table 2, as (replicated, split-by-TP, attention coefficient).
+# Korthikanti et al. 2022, Table 2, as (replicated, split-by-TP, attention coefficient), and
+# the compute each mode adds: full recomputation repeats the forward pass (2 of 6 FLOPs per
+# parameter per token, 8ND instead of 6ND); selective recomputation adds a few percent.
+SELECTIVE_OVERHEAD = 0.04
+FULL_OVERHEAD = 2 / 6
 ACTIVATION_MODES = {
-    "none/no": (10, 24, 5, "TP without sequence parallelism: sbh(10 + 24/t + 5as/(ht))"),
-    "none/yes": (0, 34, 5, "TP with sequence parallelism: sbh(34/t + 5as/(ht))"),
-    "selective/no": (10, 24, 0, "TP + selective recomputation: sbh(10 + 24/t)"),
-    "selective/yes": (0, 34, 0, "TP + SP + selective recomputation: 34·sbh/t"),
-    "full/no": (2, 0, 0, "full recomputation: only each layer's input, 2·sbh"),
-    "full/yes": (0, 2, 0, "full recomputation with SP: the layer input is sharded over TP, 2·sbh/t"),
+    "none/no": (10, 24, 5, 0.0, "TP without sequence parallelism: sbh(10 + 24/t + 5as/(ht))"),
+    "none/yes": (0, 34, 5, 0.0, "TP with sequence parallelism: sbh(34/t + 5as/(ht))"),
+    "selective/no": (10, 24, 0, SELECTIVE_OVERHEAD, "TP + selective recomputation: sbh(10 + 24/t); "
+                     "overhead 2-7% (formulas.md), 4% used"),
+    "selective/yes": (0, 34, 0, SELECTIVE_OVERHEAD, "TP + SP + selective recomputation: 34·sbh/t"),
+    "full/no": (2, 0, 0, FULL_OVERHEAD, "full recomputation: only each layer's input, 2·sbh; "
+                "one extra forward pass, 8ND instead of 6ND"),
+    "full/yes": (0, 2, 0, FULL_OVERHEAD, "full recomputation with SP: the layer input is sharded "
+                 "over TP, 2·sbh/t"),
 }
+LAYOUT_SCENARIO_KEYS = {"tp_size": "tp", "pp_size": "pp", "micro_batch_size": "micro_batch_size",
+                        "zero_stage": "zero_stage", "recompute": "recompute",
+                        "sequence_parallel": "sequence_parallel"}
+PLACEHOLDER_LAYOUT = {"tp_size": 1.0, "pp_size": 1.0, "micro_batch_size": 1.0, "zero_stage": 0.0,
+                      "recompute": "none", "sequence_parallel": "no"}
 
 
 @dataclass(frozen=True)
@@ -55,6 +70,8 @@ class Plan:
     values: Mapping[str, object]
     tables: Mapping[str, TableData]
     warnings: tuple[str, ...] = field(default=())
+    layout: "LayoutChoice | None" = None
+    candidate_values: tuple[Mapping[str, object], ...] = ()   # full model values per candidate
 
     def __getitem__(self, name: str):
         return self.values[name]
@@ -122,9 +139,10 @@ def accelerator_table(catalog: Catalog, scenario: Scenario | None = None) -> Tab
 
 
 def activation_table() -> TableData:
-    rows = tuple({"id": k, "replicated": float(a), "split": float(b), "attention": float(c)}
-                 for k, (a, b, c, _) in ACTIVATION_MODES.items())
-    sources = tuple(f"Korthikanti et al. 2022, Table 2: {v[3]}" for v in ACTIVATION_MODES.values())
+    rows = tuple({"id": k, "replicated": float(a), "split": float(b), "attention": float(c),
+                  "recompute_overhead": float(o)}
+                 for k, (a, b, c, o, _) in ACTIVATION_MODES.items())
+    sources = tuple(f"Korthikanti et al. 2022, Table 2: {v[4]}" for v in ACTIVATION_MODES.values())
     return TableData(rows, sources)
 
 
@@ -155,18 +173,33 @@ def resolve_inputs(s: Scenario, catalog: Catalog, scenario_file: str = "scenario
         "train_tokens": user("data.train_tokens", float(s.data.train_tokens)),
         "global_batch_sequences": shaped("global_batch_sequences", "data.global_batch_sequences"),
         "gpu_type": user("hardware.accelerator", acc.id, acc.name),
-        "gpu_count": user("hardware.gpu_count", float(s.hardware.gpu_count)),
+        "gpu_count": (user("hardware.gpu_count", float(s.hardware.gpu_count))
+                      if s.hardware.gpu_count else InputValue(None, "set by the sizing below")),
+        "deadline_days": user("hardware.deadline_days", s.hardware.deadline_days,
+                              default="no deadline in the scenario"),
         "mfu": _mfu(s, acc, catalog, user),
+        "layout_efficiency_override": _efficiency_override(s, user),
+        "reference_layout_efficiency": user(
+            "efficiency.reference_layout_efficiency", s.efficiency.reference_layout_efficiency,
+            default="default: what the Parallelism model gives a typical large, well-tuned run "
+                    "(GPT-3 175B on 512 H100, TP 8 x PP 8, ZeRO-1, selective recomputation: "
+                    "0.82); the "
+                    "catalog's typical MFU is read as the MFU of such a run"),
+        "tp_comm_exposed": user("efficiency.tp_comm_exposed", s.efficiency.tp_comm_exposed,
+                                default="default: Megatron's TP collectives sit on the critical path"),
+        "dp_comm_exposed": user("efficiency.dp_comm_exposed", s.efficiency.dp_comm_exposed,
+                                default="default: assumption; gradient reduction mostly overlaps the "
+                                        "backward pass"),
+        "split_margin": user("sizing.split_margin", s.sizing.split_margin,
+                             default="default: assumption; seed 000 asks for a margin, gives no figure"),
+        "spare_nodes": user("sizing.spare_nodes", float(s.sizing.spare_nodes),
+                            default="default: one spare node (seed 000; BLOOM kept 4 beside 48)"),
         "usable_memory_fraction": user("hardware.usable_memory_fraction",
                                        s.hardware.usable_memory_fraction,
                                        default="default: planners count 85-90% of HBM as usable"),
-        "tp_size": user("parallelism.tp", float(s.parallelism.tp)),
-        "pp_size": user("parallelism.pp", float(s.parallelism.pp)),
-        "zero_stage": user("parallelism.zero_stage", float(s.parallelism.zero_stage)),
-        "recompute": user("parallelism.recompute", s.parallelism.recompute),
-        "sequence_parallel": user("parallelism.sequence_parallel",
-                                  "yes" if s.parallelism.sequence_parallel else "no"),
-        "micro_batch_size": user("parallelism.micro_batch_size", float(s.parallelism.micro_batch_size)),
+        **_layout_pins(s, user),
+        "flash_attention": user("memory.flash_attention", "yes" if s.memory.flash_attention else "no",
+                                default="default: yes, as every current training stack (seed 002 section 7.3)"),
         "activation_gb_override": user("memory.activation_gb_per_microbatch",
                                        s.memory.activation_gb_per_microbatch,
                                        default="blank: the Korthikanti formula on the Memory sheet"),
@@ -185,6 +218,12 @@ def resolve_inputs(s: Scenario, catalog: Catalog, scenario_file: str = "scenario
         "flops_per_param_token": InputValue(6.0, "Kaplan et al. 2020; seed 002 section 1"),
         "bytes_per_gb": InputValue(1e9, "SI: 1 GB = 10^9 bytes, used for every size in this book"),
         "flops_per_tflop": InputValue(1e12, "SI: tera = 10^12"),
+        "bits_per_byte": InputValue(8.0, "definition"),
+        "activation_bytes_per_element": InputValue(2.0, "bf16 activations"),
+        "tp_collectives_per_layer": InputValue(4.0, "Megatron-LM: 2 all-reduces forward, 2 backward "
+                                                    "per transformer layer (Shoeybi et al. 2019)"),
+        "zero3_comm_factor": InputValue(1.5, "ZeRO (Rajbhandari et al. 2020), section 7: stage 3 "
+                                             "moves 1.5x the data of plain data parallelism"),
     }
     wb, gb, ob, why = PRECISIONS[s.memory.precision]
     precision = user("memory.precision", s.memory.precision)
@@ -217,6 +256,7 @@ class _SourceNamer:
     def ensure_sources_used(self) -> None:
         from .errors import ScenarioError, Problem
         valid = self.used | {"model.preset", "hardware.effective_tflops", "hardware.mfu",
+                             "hardware.baseline_mfu",
                              "hardware.peak_tflops", "staffing", "storage.dataset_gb",
                              "storage.checkpoint_gb"}
         unknown = sorted(set(self.s.sources) - valid)
@@ -236,10 +276,37 @@ def _explicit_paths(s: Scenario) -> set[str]:
     return out
 
 
+def _layout_pins(s: Scenario, user: _SourceNamer) -> dict[str, InputValue]:
+    out = {}
+    for name, key in LAYOUT_SCENARIO_KEYS.items():
+        value = getattr(s.parallelism, key)
+        if value is None:
+            out[name] = InputValue(None, "chosen by the layout search")
+        elif key == "sequence_parallel":
+            out[name] = user(f"parallelism.{key}", "yes" if value else "no")
+        elif key == "recompute":
+            out[name] = user(f"parallelism.{key}", value)
+        else:
+            out[name] = user(f"parallelism.{key}", float(value))
+    return out
+
+
+def _efficiency_override(s: Scenario, user: _SourceNamer) -> InputValue:
+    if s.efficiency.layout_efficiency is not None:
+        return user("efficiency.layout_efficiency", s.efficiency.layout_efficiency)
+    for key in ("mfu", "effective_tflops"):
+        if getattr(s.hardware, key) is not None:
+            return InputValue(1.0, f"hardware.{key} is an all-in figure, so layout losses are "
+                                   "already in it", "blank it to let the Parallelism model scale the MFU")
+    return InputValue(None, "blank: the Parallelism sheet's model")
+
+
 def _mfu(s: Scenario, acc, catalog: Catalog, user: _SourceNamer) -> InputValue:
     peak = s.hardware.peak_tflops or acc.peak_bf16_tflops.value
     if s.hardware.mfu is not None:
         return user("hardware.mfu", float(s.hardware.mfu))
+    if s.hardware.baseline_mfu is not None:
+        return user("hardware.baseline_mfu", float(s.hardware.baseline_mfu))
     if s.hardware.effective_tflops is not None:
         got = user("hardware.effective_tflops", 0.0)
         return InputValue(s.hardware.effective_tflops / peak,
@@ -284,12 +351,114 @@ def _staffing(s: Scenario, user: _SourceNamer) -> dict[str, InputValue]:
 
 def build_plan(s: Scenario, catalog: Catalog, scenario_id: str = "scenario",
                scenario_file: str | None = None) -> Plan:
-    inputs = resolve_inputs(s, catalog, scenario_file or f"{scenario_id}.yaml")
+    file = scenario_file or f"{scenario_id}.yaml"
+    inputs = resolve_inputs(s, catalog, file)
     tables = {ACCELERATOR_TABLE: accelerator_table(catalog, s), ACTIVATION_TABLE: activation_table()}
     lookups = {name: t.lookup() for name, t in tables.items()}
-    values = build_model().evaluate({k: iv.value for k, iv in inputs.items()}, lookups)
+    model = build_model()
+    try:
+        layout = size_and_lay_out(s, catalog, inputs, lookups)
+    except NoLayoutFits as err:
+        raise ScenarioError(file, [_no_layout_problem(s, str(err))]) from None
+    inputs.update(layout.inputs)
+    values = model.evaluate({k: iv.value for k, iv in inputs.items()}, lookups)
+    candidates = tuple(
+        MappingProxyType(model.evaluate({**{k: iv.value for k, iv in inputs.items()},
+                                         **c.layout.as_inputs()}, lookups))
+        for c in layout.candidates)
     return Plan(s, scenario_id, MappingProxyType(inputs), MappingProxyType(values),
-                MappingProxyType(tables), tuple(_warnings(values)))
+                MappingProxyType(tables), tuple(_warnings(values)), layout, candidates)
+
+
+@dataclass(frozen=True)
+class LayoutChoice:
+    """How the GPU count and the layout were decided, and the rows the Parallelism sheet shows."""
+    mode: str                                  # fixed | deadline | memory-first
+    search: SearchResult | None                # None when the scenario pins every dimension
+    candidates: tuple[Candidate, ...]          # ranked fitting layouts, then rejected faster ones
+    inputs: Mapping[str, InputValue]           # gpu_count and the six layout inputs
+    explanation: str
+    evaluations: int = 0                       # layouts evaluated, over every GPU count tried
+
+    @property
+    def rejected_from(self) -> int:
+        """Index in `candidates` where the rejected (not fitting) rows start."""
+        return len(self.search.ranked) if self.search else len(self.candidates)
+
+
+def size_and_lay_out(s: Scenario, catalog: Catalog, inputs: dict[str, InputValue],
+                     lookups: Mapping) -> LayoutChoice:
+    """Seed 000 steps 1-3: the GPU count (given, from a deadline, or memory-first) and a layout."""
+    shape = resolved_shape(s, catalog)
+    acc = catalog.accelerator(s.hardware.accelerator)
+    gpn = int(acc.gpus_per_node.value)
+    pins = {name: iv.value for name, iv in inputs.items()
+            if name in LAYOUT_SCENARIO_KEYS and iv.value is not None}
+    base = {k: iv.value for k, iv in inputs.items()}
+    base.update({k: v for k, v in PLACEHOLDER_LAYOUT.items() if k not in pins})
+    base["gpu_count"] = base["gpu_count"] or float(gpn)
+    evaluate = Evaluator(build_model(), base, lookups)
+    space = Space(shape["attention_heads"], shape["layers"], shape["global_batch_sequences"], gpn, pins)
+    given = s.hardware.gpu_count
+
+    if given and len(pins) == len(LAYOUT_SCENARIO_KEYS):
+        pinned = evaluate(Layout(*(_pin(pins, k) for k in LAYOUT_SCENARIO_KEYS)), given)
+        fit = "fits" if pinned.fits else "does NOT fit"
+        text = (f"Layout pinned by the scenario: {pinned.layout.describe(pinned.values['dp_size'])}; "
+                f"it {fit} ({pinned.values['memory_per_gpu_gb']:.1f} of "
+                f"{pinned.values['usable_hbm_gb']:.1f} GB per GPU). Remove keys under parallelism "
+                "to let the search choose.")
+        return LayoutChoice("fixed", None, (pinned,), {}, text, evaluate.calls)
+
+    if given:
+        mode, result = "fixed", search(evaluate, space, given)
+        count_source = None
+    elif s.hardware.deadline_days:
+        mode = "deadline"
+        start = max(evaluate.base["min_gpus_for_memory"], _ideal_gpus(evaluate.base, s.hardware.deadline_days))
+        result, below = smallest_count_for_deadline(evaluate, space, s.hardware.deadline_days, int(start))
+        count_source = (f"deadline {s.hardware.deadline_days:g} days: the smallest whole-node count "
+                        f"whose best layout meets it ({result.best.train_days:.1f} days); {below}")
+    else:
+        mode = "memory-first"
+        start = int(evaluate.base["memory_first_gpus"])
+        result = first_count_that_fits(evaluate, space, start)
+        count_source = (f"memory first (seed 000 steps 1-3): {evaluate.base['memory_total_gb']:,.0f} GB "
+                        f"÷ {evaluate.base['usable_hbm_gb']:.1f} GB usable, in whole nodes, "
+                        f"+{s.sizing.split_margin:.0%} splitting margin = {start} GPUs"
+                        + (f"; raised to {result.gpu_count} for a layout that fits"
+                           if result.gpu_count > start else ""))
+    chosen = result.best.layout.as_inputs()
+    rank = f"layout search: best of {result.fitting:,} fitting layouts (Parallelism sheet)"
+    layout_inputs = {name: (inputs[name] if name in pins else InputValue(chosen[name], rank))
+                     for name in LAYOUT_SCENARIO_KEYS}
+    if count_source:
+        layout_inputs["gpu_count"] = InputValue(float(result.gpu_count), count_source)
+    return LayoutChoice(mode, result, result.ranked + result.rejected, layout_inputs,
+                        result.explanation, evaluate.calls)
+
+
+def _pin(pins: Mapping, name: str):
+    value = pins[name]
+    return value if isinstance(value, str) else int(value)
+
+
+def _ideal_gpus(base: Mapping, deadline_days: float) -> int:
+    """A lower bound: GPUs needed if the layout lost nothing at all."""
+    best_eff = (base["layout_efficiency_override"] if base["layout_efficiency_override"] is not None
+                else 1 / base["reference_layout_efficiency"])
+    ideal_gpu_days = base["gpu_days"] * base["layout_efficiency"] / best_eff
+    return max(1, int(ideal_gpu_days / deadline_days))
+
+
+def _no_layout_problem(s: Scenario, why: str):
+    from .errors import Problem
+    if s.hardware.gpu_count:
+        return Problem("hardware.gpu_count", why,
+                       "add GPUs, unpin parallelism keys, allow ZeRO or recomputation, or choose an "
+                       "accelerator with more memory")
+    return Problem("hardware", why, "relax the deadline, unpin parallelism keys, or choose a "
+                                    "larger accelerator")
 
 
 def _warnings(values: Mapping[str, object]) -> list[str]:

@@ -1,0 +1,295 @@
+"""Memory-first sizing and the parallel layout search. Pure functions, no IO.
+
+Seed 000's order: memory first (a layout that does not fit is worthless however fast), then
+compute sets the duration. For a GPU count the search enumerates TP (within a node, dividing
+the heads), PP (dividing the layers), DP, micro-batch, ZeRO stage, recomputation and sequence
+parallelism; drops layouts that do not fit or cannot split the global batch; and ranks the rest
+by training days, then cost, then simplicity. Given a deadline instead, it looks for the
+smallest whole-node GPU count whose best layout meets it.
+
+Every candidate is evaluated by the model's own compiled formulas (the ones the workbook
+shows), restricted to the items that depend on the layout.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from itertools import product
+from typing import Callable, Mapping
+
+from .lineitems import Model
+
+LAYOUT_INPUTS = ("tp_size", "pp_size", "micro_batch_size", "zero_stage", "recompute",
+                 "sequence_parallel")
+MICRO_BATCHES = (1, 2, 4, 8)
+ZERO_STAGES = (0, 1, 2, 3)
+RECOMPUTE = ("none", "selective", "full")
+RANKED_OUTPUTS = ("memory_per_gpu_gb", "usable_hbm_gb", "check_memory_fits", "bubble_fraction",
+                  "comm_fraction", "recompute_overhead", "layout_efficiency", "train_days",
+                  "total_cost", "dp_size", "memory_headroom_gb")
+MAX_GPUS = 1 << 20
+
+
+class NoLayoutFits(ValueError):
+    """No layout of the allowed space fits in memory or splits the batch."""
+
+
+@dataclass(frozen=True)
+class Layout:
+    tp: int
+    pp: int
+    micro_batch: int
+    zero_stage: int
+    recompute: str
+    sequence_parallel: str          # "yes" / "no", as the workbook's drop-down holds it
+
+    def as_inputs(self) -> dict[str, object]:
+        return {"tp_size": float(self.tp), "pp_size": float(self.pp),
+                "micro_batch_size": float(self.micro_batch), "zero_stage": float(self.zero_stage),
+                "recompute": self.recompute, "sequence_parallel": self.sequence_parallel}
+
+    def describe(self, dp: float) -> str:
+        parts = [f"TP {self.tp} × PP {self.pp} × DP {dp:g}", f"micro-batch {self.micro_batch}",
+                 f"ZeRO-{self.zero_stage}" if self.zero_stage else "no ZeRO",
+                 {"none": "no recomputation", "selective": "selective recomputation",
+                  "full": "full recomputation"}[self.recompute]]
+        if self.sequence_parallel == "yes":
+            parts.append("sequence parallel")
+        return ", ".join(parts)
+
+
+@dataclass(frozen=True)
+class Candidate:
+    layout: Layout
+    values: Mapping[str, object]    # the RANKED_OUTPUTS of this layout
+
+    @property
+    def fits(self) -> bool:
+        return self.values["check_memory_fits"] == 0
+
+    @property
+    def train_days(self) -> float:
+        return self.values["train_days"]
+
+    def sort_key(self):
+        # Days, then cost; ties go to the simpler layout, then to more memory headroom.
+        lay = self.layout
+        return (round(self.train_days, 9), round(self.values["total_cost"], 6),
+                RECOMPUTE.index(lay.recompute), lay.zero_stage, lay.pp, lay.tp,
+                -self.values["memory_headroom_gb"], lay.micro_batch, lay.sequence_parallel)
+
+
+@dataclass(frozen=True)
+class SearchResult:
+    gpu_count: int
+    evaluated: int                  # layouts evaluated at the final GPU count
+    fitting: int
+    ranked: tuple[Candidate, ...]   # fitting layouts, best first (at most `keep`)
+    rejected: tuple[Candidate, ...] # faster layouts that do not fit, fastest first
+    pinned: tuple[str, ...]         # the scenario's fixed dimensions
+    explanation: str
+
+    @property
+    def best(self) -> Candidate:
+        return self.ranked[0]
+
+
+@dataclass(frozen=True)
+class Space:
+    """What the search may choose from: free dimensions enumerate, pinned ones hold."""
+    heads: int
+    layers: int
+    global_batch: int
+    gpus_per_node: int
+    pins: Mapping[str, object]
+
+    def options(self, gpu_count: int):
+        pins = self.pins
+        tps = [pins["tp_size"]] if "tp_size" in pins else [
+            t for t in (1, 2, 4, 8, 16) if t <= self.gpus_per_node and self.heads % t == 0]
+        pps = [pins["pp_size"]] if "pp_size" in pins else [
+            p for p in range(1, self.layers + 1) if self.layers % p == 0]
+        mbs = [pins["micro_batch_size"]] if "micro_batch_size" in pins else MICRO_BATCHES
+        zeros = [pins["zero_stage"]] if "zero_stage" in pins else ZERO_STAGES
+        rcs = [pins["recompute"]] if "recompute" in pins else RECOMPUTE
+        for tp, pp in product(tps, pps):
+            if gpu_count % (tp * pp):
+                continue
+            dp = gpu_count // (tp * pp)
+            sps = ([pins["sequence_parallel"]] if "sequence_parallel" in pins
+                   else (["no", "yes"] if tp > 1 else ["no"]))
+            for mb in mbs:
+                if self.global_batch % (dp * mb):
+                    continue
+                for zero, rc, sp in product(zeros, rcs, sps):
+                    yield Layout(int(tp), int(pp), int(mb), int(zero), rc, sp)
+
+
+    def split_counts(self, max_gpus: int = MAX_GPUS) -> list[int]:
+        """Whole-node GPU counts that admit at least one TP × PP × DP split of the batch."""
+        pins = self.pins
+        tps = [pins["tp_size"]] if "tp_size" in pins else [
+            t for t in (1, 2, 4, 8, 16) if t <= self.gpus_per_node and self.heads % t == 0]
+        pps = [pins["pp_size"]] if "pp_size" in pins else [
+            p for p in range(1, self.layers + 1) if self.layers % p == 0]
+        mbs = [pins["micro_batch_size"]] if "micro_batch_size" in pins else MICRO_BATCHES
+        dps = {d for mb in mbs for d in range(1, self.global_batch // int(mb) + 1)
+               if self.global_batch % (d * int(mb)) == 0}
+        counts = {int(tp * pp * dp) for tp in tps for pp in pps for dp in dps}
+        return sorted(n for n in counts if n % self.gpus_per_node == 0 and n <= max_gpus)
+
+
+class Evaluator:
+    """Runs the model's layout-dependent formulas for one layout at a time."""
+
+    def __init__(self, model: Model, inputs: Mapping[str, object], tables: Mapping):
+        self.tables = tables
+        self.base = model.evaluate(inputs, tables)
+        self.run: Callable = model.dependents({*LAYOUT_INPUTS, "gpu_count"}, RANKED_OUTPUTS)
+        self.calls = 0
+
+    def __call__(self, layout: Layout, gpu_count: int) -> Candidate:
+        self.calls += 1
+        env = dict(self.base)
+        env.update(layout.as_inputs())
+        env["gpu_count"] = float(gpu_count)
+        values = self.run(env, self.tables)
+        return Candidate(layout, {k: values[k] for k in RANKED_OUTPUTS})
+
+
+def search(evaluate: Evaluator, space: Space, gpu_count: int, keep: int = 10) -> SearchResult:
+    """The best fitting layouts for `gpu_count`, best first. Raises NoLayoutFits."""
+    candidates = [evaluate(layout, gpu_count) for layout in space.options(gpu_count)]
+    fitting = sorted((c for c in candidates if c.fits), key=Candidate.sort_key)
+    if not fitting:
+        raise NoLayoutFits(_why_none(candidates, gpu_count))
+    best = fitting[0]
+    # Faster layouts that do not fit, the nearest to fitting first: they show what memory costs.
+    faster = sorted((c for c in candidates if not c.fits and c.train_days < best.train_days - 1e-9),
+                    key=lambda c: (c.values["memory_per_gpu_gb"], c.sort_key()))
+    return SearchResult(gpu_count, len(candidates), len(fitting), tuple(fitting[:keep]),
+                        tuple(_distinct(faster, 3)), tuple(sorted(space.pins)),
+                        explain(fitting, faster, len(candidates), gpu_count))
+
+
+def _distinct(candidates: list[Candidate], n: int) -> list[Candidate]:
+    """The first n with different TP × PP × micro-batch, so rejected rows say different things."""
+    seen, out = set(), []
+    for c in candidates:
+        key = (c.layout.tp, c.layout.pp, c.layout.micro_batch)
+        if key not in seen:
+            seen.add(key)
+            out.append(c)
+        if len(out) == n:
+            break
+    return out
+
+
+def _why_none(candidates: list[Candidate], gpu_count: int) -> str:
+    if not candidates:
+        return (f"no layout splits {gpu_count} GPUs: TP x PP must divide the GPU count and "
+                "DP x micro-batch must divide the global batch")
+    least = min(candidates, key=lambda c: c.values["memory_per_gpu_gb"])
+    return (f"no layout of {gpu_count} GPUs fits in memory: the leanest "
+            f"({least.layout.describe(least.values['dp_size'])}) needs "
+            f"{least.values['memory_per_gpu_gb']:.1f} GB of {least.values['usable_hbm_gb']:.1f} GB usable")
+
+
+def explain(fitting: list[Candidate], faster: list[Candidate], evaluated: int, gpu_count: int) -> str:
+    """Why the winner won, in words a reviewer can check against the Parallelism sheet."""
+    best = fitting[0]
+    v = best.values
+    text = (f"{best.layout.describe(v['dp_size'])}: the fastest of {len(fitting):,} layouts that fit "
+            f"(of {evaluated:,} evaluated for {gpu_count:,} GPUs), {v['train_days']:.1f} training days "
+            f"at {v['memory_per_gpu_gb']:.1f} of {v['usable_hbm_gb']:.1f} GB per GPU; pipeline bubble "
+            f"{v['bubble_fraction']:.1%}, exposed communication {v['comm_fraction']:.1%}, "
+            f"recomputation {v['recompute_overhead']:.1%}.")
+    ties = sum(1 for c in fitting[1:] if c.train_days - best.train_days <= 1e-9)
+    if ties:
+        text += (f" {ties:,} other layouts tie on days and cost at these assumptions; this one is "
+                 "the simplest (least recomputation, lowest ZeRO stage, fewest stages).")
+    shape = (best.layout.tp, best.layout.pp, best.layout.micro_batch)
+    second = next((c for c in fitting[1:] if (c.layout.tp, c.layout.pp, c.layout.micro_batch) != shape
+                   and c.train_days - best.train_days > 1e-9), None)
+    if second is not None:
+        gap = second.train_days - best.train_days
+        text += (f" The best different split ({second.layout.describe(second.values['dp_size'])}) "
+                 f"takes {gap:.1f} days longer: {_main_difference(best, second)}.")
+    if faster:
+        f = faster[0]
+        text += (f" Faster layouts do not fit: {f.layout.describe(f.values['dp_size'])} would need "
+                 f"{f.values['memory_per_gpu_gb']:.1f} GB.")
+    return text
+
+
+def _main_difference(best: Candidate, other: Candidate) -> str:
+    diffs = {
+        "its pipeline bubble is larger": other.values["bubble_fraction"] - best.values["bubble_fraction"],
+        "it spends more time communicating": other.values["comm_fraction"] - best.values["comm_fraction"],
+        "it recomputes more": other.values["recompute_overhead"] - best.values["recompute_overhead"],
+    }
+    reason, _ = max(diffs.items(), key=lambda kv: kv[1])
+    return reason
+
+
+def smallest_count_for_deadline(evaluate: Evaluator, space: Space, deadline_days: float,
+                                start_gpus: int) -> tuple[SearchResult, str]:
+    """The smallest whole-node GPU count whose best layout trains within `deadline_days`.
+
+    Only counts that can be split (TP × PP × DP, DP dividing the batch) are candidates. Best
+    training days fall roughly as 1/GPUs but not strictly (bubbles grow as DP shrinks the
+    micro-batches), so: bisect over the candidate counts, then look a few counts below the
+    answer for a smaller one that also meets the deadline.
+    """
+    counts = [n for n in space.split_counts() if n >= start_gpus]
+    cache: dict[int, SearchResult | None] = {}
+
+    def at(i: int) -> SearchResult | None:
+        if i not in cache:
+            try:
+                cache[i] = search(evaluate, space, counts[i])
+            except NoLayoutFits:
+                cache[i] = None
+        return cache[i]
+
+    def meets(i: int) -> bool:
+        result = at(i)
+        return result is not None and result.best.train_days <= deadline_days * (1 + 1e-12)
+
+    if not counts or not meets(len(counts) - 1):
+        raise NoLayoutFits(f"no GPU count up to {MAX_GPUS:,} trains within {deadline_days:g} days")
+    lo, hi = 0, len(counts) - 1
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if meets(mid):
+            hi = mid
+        else:
+            lo = mid + 1
+    for i in range(max(0, hi - 8), hi):
+        if meets(i):
+            hi = i
+            break
+    return at(hi), _next_smaller(counts, hi, at)
+
+
+def _next_smaller(counts: list[int], i: int, at) -> str:
+    """Why the count below the answer was not enough, in words."""
+    if i == 0:
+        return "no smaller count can hold the model and split the batch"
+    below = at(i - 1)
+    if below is None:
+        return (f"the next smaller count that splits the batch, {counts[i - 1]:,} GPUs, "
+                "has no layout that fits")
+    return (f"the next smaller count that splits the batch, {counts[i - 1]:,} GPUs, would take "
+            f"{below.best.train_days:.1f} days")
+
+
+def first_count_that_fits(evaluate: Evaluator, space: Space, start_gpus: int) -> SearchResult:
+    """From the memory-first count upward, the first splittable count some layout fits."""
+    last_error = NoLayoutFits(f"no GPU count from {start_gpus} up can be split for this batch")
+    for n in [n for n in space.split_counts() if n >= start_gpus][:256]:
+        try:
+            return search(evaluate, space, n)
+        except NoLayoutFits as err:
+            last_error = err
+    raise last_error
