@@ -111,6 +111,8 @@ def main(argv: list[str] | None = None) -> int:
             print(f"warning: {plan.scenario_id}: {warning}", file=sys.stderr)
         if not args.quiet:
             print(_headline(plan))
+            if plan.layout is not None:
+                print(f"  layout: {plan.layout.explanation}")
     if not args.quiet:
         for path in written:
             print(f"  wrote {path}")

@@ -27,7 +27,12 @@ from .model import build_model
 from .plan import Plan
 from .reproducible import normalise_xlsx
 
-CALC_SHEETS = ("Compute", "Memory", "Cost", "Checks")
+CALC_SHEETS = ("Memory", "Parallelism", "Compute", "Cost", "Checks")
+CANDIDATE_KEYS = ("dp_size", "memory_per_gpu_gb", "check_memory_fits", "bubble_fraction",
+                  "comm_fraction", "layout_efficiency", "train_days", "total_cost")
+LAYOUT_COLUMNS = (("tp_size", "TP", "integer"), ("pp_size", "PP", "integer"),
+                  ("micro_batch_size", "Micro-batch", "integer"), ("zero_stage", "ZeRO", "integer"),
+                  ("recompute", "Recompute", "choice"), ("sequence_parallel", "SP", "choice"))
 TAB_COLOURS = {"Summary": "1F4E79", "Inputs": "FFC000", "Catalog": "A6A6A6", "Checks": "C00000",
                "Change log": "7F7F7F"}
 CALC_TAB = "70AD47"
@@ -52,8 +57,10 @@ def number_format(unit: str, kind: str = "number") -> str | None:
         return "0.0%"
     if unit in {"text", "catalog id", "mode", "yes/no"}:
         return None
-    if unit in {"FLOP", "GPU-s"}:
+    if unit in {"FLOP", "GPU-s", "FLOP/s"}:
         return "0.00E+00"
+    if unit == "s":
+        return "#,##0.00"
     if unit.startswith("currency/GB"):
         return "#,##0.000"
     if unit.startswith("currency/GPU") or unit == "currency/month":
@@ -93,6 +100,7 @@ class _Writer:
         self.currency = plan.scenario.prices.currency
         self.wb = Workbook()
         self.result = WorkbookResult(b"")
+        self.candidate_cells: list[dict[str, str]] = []   # per candidate: layout input -> Inputs cell
         _styles(self.wb)
         self.wb.remove(self.wb.active)
         for title in ("Summary", "Inputs", "Catalog", *CALC_SHEETS, "Change log"):
@@ -163,7 +171,8 @@ class _Writer:
                 row += 1
             self.input_row(ws, row, d)
             row += 1
-        self.range_table(ws, row + 1, ranges)
+        row = self.range_table(ws, row + 1, ranges)
+        self.candidate_inputs(ws, row + 2)
         self.widths(ws, [46, 20, 22, 60, 50, 26])
         ws.freeze_panes = "B5"
         self.page_setup(ws)
@@ -214,9 +223,9 @@ class _Writer:
         dv.add(coord)
         ws.add_data_validation(dv)
 
-    def range_table(self, ws, row: int, defs: list[InputDef]) -> None:
+    def range_table(self, ws, row: int, defs: list[InputDef]) -> int:
         if not defs:
-            return
+            return row
         section = defs[0].section
         ws.cell(row, 1, section).font = SECTION_FONT
         row += 1
@@ -241,6 +250,30 @@ class _Writer:
             self.define(d.name, ws, f"${col}${first}:${col}${last}")
             if d.kind == "range":
                 self.validate(ws, f"{col}{first}:{col}{last}", d)
+        return last
+
+    def candidate_inputs(self, ws, row: int) -> None:
+        """The layouts the Parallelism sheet compares, as editable inputs."""
+        layout = self.plan.layout
+        if layout is None or not layout.candidates:
+            return
+        ws.cell(row, 1, "Layout candidates (compared on the Parallelism sheet; edit to try others)").font = SECTION_FONT
+        self.header(ws, row + 1, ["Candidate"] + [label for _, label, _ in LAYOUT_COLUMNS])
+        for n, cand in enumerate(layout.candidates):
+            r = row + 2 + n
+            put_text(ws.cell(r, 1), _candidate_label(layout, n))
+            cells = {}
+            for c, (name, _, kind) in enumerate(LAYOUT_COLUMNS, 2):
+                value = cand.layout.as_inputs()[name]
+                cell = ws.cell(r, c)
+                if isinstance(value, str):
+                    put_text(cell, value)
+                else:
+                    cell.value = value
+                cell.style = "Input"
+                self.validate(ws, cell.coordinate, self.model.inputs[name])
+                cells[name] = f"'Inputs'!${get_column_letter(c)}${r}"
+            self.candidate_cells.append(cells)
 
     def catalog(self) -> None:
         ws = self.wb["Catalog"]
@@ -290,9 +323,45 @@ class _Writer:
                 row += 1
             self.item_row(ws, row, item)
             row += 1
-        self.widths(ws, [52, 20, 18, 30, 80])
+        if title == "Parallelism":
+            self.candidate_rows(ws, row + 2)
+        self.widths(ws, [52, 20, 18, 30, 80] + [14] * 40)
         ws.freeze_panes = "B5"
         self.page_setup(ws)
+
+    def candidate_rows(self, ws, row: int) -> None:
+        """Each candidate layout as a row of live formulas: the same expressions as the sheets
+        above, with layout-dependent names resolved to cells of the row."""
+        layout = self.plan.layout
+        if layout is None or not layout.candidates:
+            return
+        columns = candidate_columns(self.model)
+        put_text(ws.cell(row, 1), "Layout candidates: the search's best layouts that fit, then faster "
+                                  "ones that do not. Live formulas over the Inputs sheet's candidate table.")
+        ws.cell(row, 1).font = SECTION_FONT
+        put_text(ws.cell(row + 1, 1), "Why the first row: " + layout.explanation)
+        ws.cell(row + 1, 1).alignment = Alignment(wrap_text=True, vertical="top")
+        ws.merge_cells(start_row=row + 1, start_column=1, end_row=row + 1, end_column=12)
+        ws.row_dimensions[row + 1].height = 75
+        head = row + 2
+        labels = ["Candidate"] + [label for _, label, _ in LAYOUT_COLUMNS] + [
+            self.model.items[name].label for name in columns[len(LAYOUT_COLUMNS):]]
+        self.header(ws, head, labels)
+        ws.row_dimensions[head].height = 60
+        for n, values in enumerate(self.plan.candidate_values):
+            r = head + 1 + n
+            put_text(ws.cell(r, 1), _candidate_label(layout, n))
+            where = {name: f"{get_column_letter(c)}{r}" for c, name in enumerate(columns, 2)}
+            resolve = lambda name: where.get(name, name)  # noqa: E731
+            for c, name in enumerate(columns, 2):
+                if name in self.candidate_cells[n]:
+                    self.formula(ws, r, c, self.candidate_cells[n][name], values[name], None)
+                    continue
+                item = self.model.items[name]
+                cell = self.formula(ws, r, c, item.expr.excel(resolve), values[name],
+                                    number_format(item.unit))
+                if item.is_check:
+                    self.flag_format(ws, cell.coordinate)
 
     def item_row(self, ws, row: int, item: Item) -> None:
         put_text(ws.cell(row, 1), item.label)
@@ -344,8 +413,25 @@ class _Writer:
                     self.flag_format(ws, cell.coordinate)
                 row += 1
             row += 1
+            if heading == "How many accelerators":
+                row = self.layout_reasoning(ws, row)
         self.widths(ws, [50, 22, 18, 30])
         self.page_setup(ws, "1:1")
+
+    def layout_reasoning(self, ws, row: int) -> int:
+        """The sizing and layout decision in words (as computed when the book was generated)."""
+        layout = self.plan.layout
+        if layout is None:
+            return row
+        ws.cell(row, 1, "Why this GPU count and layout (at generation)").font = SECTION_FONT
+        lines = [f"GPU count: {self.plan.inputs['gpu_count'].source}", f"Layout: {layout.explanation}"]
+        for text in lines:
+            row += 1
+            put_text(ws.cell(row, 1), text)
+            ws.cell(row, 1).alignment = Alignment(wrap_text=True, vertical="top")
+            ws.merge_cells(start_row=row, start_column=1, end_row=row, end_column=4)
+            ws.row_dimensions[row].height = 15 * (1 + len(text) // 110)
+        return row + 2
 
     def change_log(self) -> None:
         ws = self.wb["Change log"]
@@ -375,6 +461,8 @@ class _Writer:
             "Memory": "Memory first: model states and activations per GPU (seed 000 step 1, seed 002 section 4)",
             "Cost": "Rental, network, storage, staffing and the contingency buffer (seed 002 section 5)",
             "Checks": "Each check is 0 when fine, 1 when not; the master check on Summary adds them up",
+            "Parallelism": "The layout, its pipeline bubble, communication and recomputation, and the "
+                           "efficiency they leave (seed 000 section 2, seed 002 section 3)",
         }
         for title in CALC_SHEETS:
             self.calc_sheet(title, subtitles[title])
@@ -385,6 +473,30 @@ class _Writer:
         self.wb.save(buffer)
         self.result.data = normalise_xlsx(buffer.getvalue())
         return self.result
+
+
+def candidate_columns(model) -> list[str]:
+    """Layout inputs, the key outputs, then every other layout-dependent item they need."""
+    layout_inputs = [name for name, _, _ in LAYOUT_COLUMNS]
+    affected = model.affected_by(set(layout_inputs))
+    needed: set[str] = set()
+    stack = list(CANDIDATE_KEYS)
+    while stack:
+        name = stack.pop()
+        if name in needed or name not in model.items:
+            continue
+        needed.add(name)
+        stack.extend(model.items[name].expr.refs())
+    working = [n for n in affected if n in needed and n not in CANDIDATE_KEYS]
+    return layout_inputs + list(CANDIDATE_KEYS) + working
+
+
+def _candidate_label(layout, n: int) -> str:
+    if layout.search is None:
+        return "pinned by the scenario"
+    if n >= layout.rejected_from:
+        return "faster, does not fit"
+    return "1: chosen" if n == 0 else str(n + 1)
 
 
 SUMMARY_BLOCKS = (
