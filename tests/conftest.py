@@ -56,6 +56,19 @@ PLAIN_CASES = {
         "storage": {}, "sources": {}}),
 }
 
+# Layouts chosen by the search: candidate rows on the Parallelism sheet are live formulas too.
+_FREE = {"parallelism": {}, "sources": {}, "hardware.effective_tflops": None,
+         "hardware.peak_tflops": None, "memory.activation_gb_per_microbatch": None}
+PLAIN_CASES.update({
+    "search-512": (SEED_H100, {**_FREE, "hardware.gpu_count": 512}),
+    "search-deadline-100d": (SEED_H100, {**_FREE, "hardware.gpu_count": None,
+                                         "hardware.deadline_days": 100}),
+    "search-memory-first": (SEED_H100, {**_FREE, "hardware.gpu_count": None,
+                                        "efficiency": {"layout_efficiency": 0.9}}),
+    "search-seed-assumptions-1024": (SEED_H100, {"parallelism": {}, "sources": {},
+                                                 "hardware.gpu_count": 1024}),
+})
+
 # One workbook per catalog accelerator, so every Catalog row is looked up once.
 ACCELERATOR_IDS = [
     "nvidia_h100_sxm", "nvidia_h200_sxm", "nvidia_h800_sxm", "nvidia_a100_80gb_sxm",
@@ -114,8 +127,7 @@ def oracle(tmp_path_factory, catalog) -> dict[str, OracleCase]:
         base_case = cases[base]
         book = folder / f"{name}.xlsx"
         _edit_book(base_case.path, book, base_case.names, edits)
-        base_path = SEED_H100 if base.startswith("seed") else PLAIN_CASES[base][0]
-        base_changes = PLAIN_CASES[base][1]
+        base_path, base_changes = PLAIN_CASES[base]
         plan = plan_of(with_changes(with_changes(raw(base_path), base_changes), changes),
                        catalog, name)
         # Expected values come from the edited scenario's own workbook, matched by name.

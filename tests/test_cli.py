@@ -38,9 +38,8 @@ BAD_INPUTS = {
         SEED_TEXT.replace("  gpu_count: 512", "  gpu_cont: 512"),
         "error: {f}: hardware.gpu_cont: unknown key\n"
         "  fix: did you mean 'gpu_count'? remove or rename it; allowed keys here: accelerator, "
-        "gpu_count, peak_tflops, mfu, effective_tflops, usable_memory_fraction\n"
-        "error: {f}: hardware.gpu_count: required but missing\n"
-        "  fix: add hardware.gpu_count\n"),
+        "gpu_count, deadline_days, peak_tflops, mfu, effective_tflops, baseline_mfu, "
+        "usable_memory_fraction\n"),
     "negative-tokens": (
         SEED_TEXT.replace("  train_tokens: 3T ", "  train_tokens: -3e12 "),
         "error: {f}: data.train_tokens: should be greater than 0 (got '-3e12')\n"
@@ -108,7 +107,7 @@ def test_no_arguments_builds_the_bundled_example(tmp_path, monkeypatch, capsys):
     assert out.startswith("gpt3-175b-h100: 512 x NVIDIA H100 80GB SXM5 (4 × 8 × 16), 158.2 training "
                           "days, 1,944,444 GPU-hours, total 4,578,000 USD\n")
     # The seed's layout does not fit without ZeRO or recomputation, and the tool says so.
-    assert "warning: gpt3-175b-h100: check failing: Memory per GPU fits in usable HBM" in err
+    assert "warning: gpt3-175b-h100: check failing: Chosen layout fits in usable HBM" in err
 
 
 def test_several_scenarios_and_output_dir(tmp_path, capsys):
@@ -142,3 +141,12 @@ def test_generate_py_twice_gives_byte_identical_files(tmp_path):
                         str(tmp_path / run), "-q"], check=True, capture_output=True)
     first = (tmp_path / "a" / "gpt3-175b-h100.xlsx").read_bytes()
     assert first == (tmp_path / "b" / "gpt3-175b-h100.xlsx").read_bytes()
+
+
+def test_deadline_example_is_sized_and_explained(tmp_path, capsys):
+    code, out, err = _run(capsys, ROOT / "scenarios" / "llama3-70b-h100-deadline.yaml", "-o", tmp_path)
+    assert code == 0 and err == ""
+    headline, layout_line = out.splitlines()[:2]
+    assert headline.startswith("llama3-70b-h100-deadline: 4,096 x NVIDIA H100 80GB SXM5")
+    assert layout_line.startswith("  layout: TP 8 × PP 1 × DP 512")
+    assert "the fastest of" in layout_line

@@ -25,8 +25,8 @@ def book(seed_h100):
 
 def test_sheets_in_reviewer_order(book):
     _, wb = book
-    assert wb.sheetnames == ["Summary", "Inputs", "Catalog", "Compute", "Memory", "Cost",
-                             "Checks", "Change log"]
+    assert wb.sheetnames == ["Summary", "Inputs", "Catalog", "Memory", "Parallelism", "Compute",
+                             "Cost", "Checks", "Change log"]
 
 
 def test_names_point_at_inputs_and_outputs(book):

@@ -1,0 +1,187 @@
+"""Memory-first sizing and the layout search (seed 000 steps 1-3, seed 002 sections 3-4)."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from budget.errors import ScenarioError
+from budget.plan import build_plan
+from budget.scenario import parse_scenario
+from support import SEED_H100, plan_of, raw, seed_plan, with_changes
+
+UNPINNED = {"parallelism": {}, "sources": {}}
+GPU_DAYS = 3.15e24 / 450e12 / 86400          # the seed's 81,018.5 GPU-days at 450 TFLOPS
+
+
+def _seed(**changes):
+    return with_changes(with_changes(raw(SEED_H100), UNPINNED), changes)
+
+
+def _computed_efficiency(**changes):
+    """The seed's model and prices, but the utilisation from the catalog and the layout model."""
+    return _seed(**{"hardware.effective_tflops": None, "hardware.peak_tflops": None,
+                    "memory.activation_gb_per_microbatch": None, **changes})
+
+
+# --- seed 002's GPU-count table: 256 / 512 / 1,024 H100 → ~316 / 158 / 79 days -------------
+
+@pytest.mark.parametrize("deadline, gpus", [(316.5, 256), (158.3, 512), (79.2, 1024)])
+def test_target_mode_finds_the_seeds_gpu_counts(catalog, deadline, gpus):
+    plan = plan_of(_seed(**{"hardware.gpu_count": None, "hardware.deadline_days": deadline}), catalog)
+    assert plan.gpu_count == gpus
+    assert plan.layout.mode == "deadline"
+    assert plan.train_days <= deadline and plan.fits
+    assert "deadline" in plan.inputs["gpu_count"].source
+
+
+@pytest.mark.parametrize("gpus, days", [(256, 316.5), (512, 158.2), (1024, 79.1)])
+def test_search_reproduces_the_seeds_days(catalog, gpus, days):
+    plan = plan_of(_seed(**{"hardware.gpu_count": gpus}), catalog)
+    assert plan.train_days == pytest.approx(days, abs=0.05)
+    assert plan.fits and plan.failing_checks == []
+    v = plan.values
+    assert v["tp_size"] * v["pp_size"] * v["dp_size"] == gpus
+
+
+# --- seed 002's memory claims --------------------------------------------------------------
+
+def test_seed_layout_needs_zero_not_just_recomputation(catalog):
+    # Seed 002: "89 GB, slightly over 80 GB: needs activation recomputation to fit". The model
+    # states alone are 16 B × 175e9 ÷ 32 = 87.5 GB per GPU, so recomputation (which only shrinks
+    # activations) cannot make TP 4 × PP 8 fit; sharding the optimizer states over DP (ZeRO-1) can.
+    recompute = seed_plan(catalog, **{"parallelism.recompute": "full",
+                                      "memory.activation_gb_per_microbatch": None})
+    states = recompute["weights_per_gpu_gb"] + recompute["gradients_per_gpu_gb"] + recompute["optimizer_per_gpu_gb"]
+    assert states == pytest.approx(87.5)
+    assert not recompute.fits
+    assert seed_plan(catalog, **{"parallelism.zero_stage": 1}).fits
+    formula = {"memory.activation_gb_per_microbatch": None, "parallelism.zero_stage": 1}
+    zero1 = seed_plan(catalog, **formula)
+    both = seed_plan(catalog, **formula, **{"parallelism.recompute": "full"})
+    assert zero1.fits and both.fits
+    assert both["activations_per_gpu_gb"] < zero1["activations_per_gpu_gb"]
+
+
+def test_seed_small_scale_4x4x4_is_flagged(catalog):
+    """Seed 002's 64-GPU row, 'not recommended (too slow)': it does not fit, and takes years."""
+    plan = seed_plan(catalog, **{"hardware.gpu_count": 64, "parallelism.pp": 4,
+                                 "hardware.deadline_days": 180})
+    assert plan.values["dp_size"] == 4
+    assert plan.memory_per_gpu_gb == pytest.approx(2850 / 16)
+    assert plan.train_days == pytest.approx(GPU_DAYS / 64)          # 1,266 days
+    assert {"check_memory_fits", "check_meets_deadline"} <= set(plan.failing_checks)
+    assert plan["deadline_gpus"] == 451                              # what 180 days would need
+
+
+# --- memory first -------------------------------------------------------------------------
+
+def test_memory_first_count(catalog):
+    """No GPU count and no deadline: seed 000's steps 1-3 size the cluster from memory."""
+    plan = plan_of(_seed(**{"hardware.gpu_count": None}), catalog)
+    v = plan.values
+    assert plan.layout.mode == "memory-first"
+    # The placeholder used for sizing keeps the activations of the largest mode, so the count
+    # found is at least the workbook's memory-first line for the chosen layout.
+    assert v["min_gpus_for_memory"] == 40                      # 2,850 GB ÷ 72 GB usable
+    assert v["min_nodes_for_memory"] == 5
+    assert v["memory_first_nodes"] == 6                        # + 20% splitting margin
+    assert plan.gpu_count >= v["memory_first_gpus"] == 48
+    assert plan.fits and "memory first" in plan.inputs["gpu_count"].source
+    assert v["reserved_gpus"] == (v["nodes"] + 1) * 8          # one spare node by default
+
+
+# --- the search -----------------------------------------------------------------------------
+
+def test_search_ranks_by_days_and_explains(catalog):
+    plan = plan_of(_computed_efficiency(**{"hardware.gpu_count": 512}), catalog)
+    result = plan.layout.search
+    days = [c.train_days for c in result.ranked]
+    assert days == sorted(days)
+    assert all(c.fits for c in result.ranked)
+    assert all(not c.fits and c.train_days < days[0] for c in result.rejected)
+    assert plan.train_days == pytest.approx(days[0])
+    text = plan.layout.explanation
+    assert text.startswith(result.best.layout.describe(plan.values["dp_size"]))
+    assert f"the fastest of {result.fitting:,} layouts that fit" in text
+    assert "pipeline bubble" in text and "exposed communication" in text
+
+
+def test_pins_are_respected(catalog):
+    plan = plan_of(_computed_efficiency(**{"hardware.gpu_count": 512, "parallelism.tp": 4,
+                                           "parallelism.recompute": "full"}), catalog)
+    assert plan.values["tp_size"] == 4 and plan.values["recompute"] == "full"
+    assert all(c.layout.tp == 4 and c.layout.recompute == "full" for c in plan.layout.candidates)
+    assert "scenario" in plan.inputs["tp_size"].source
+    assert "layout search" in plan.inputs["pp_size"].source
+
+
+def test_deadline_count_is_minimal(catalog):
+    plan = plan_of(_computed_efficiency(**{"hardware.gpu_count": None, "hardware.deadline_days": 120}),
+                   catalog)
+    assert plan.train_days <= 120
+    # Brute force: no smaller splittable count (from 512 GPUs, 155 days, up) meets 120 days.
+    from budget.layout import Space
+    space = Space(96, 96, 1536, 8, {})
+    for n in [n for n in space.split_counts() if 512 <= n < plan.gpu_count]:
+        try:
+            smaller = plan_of(_computed_efficiency(**{"hardware.gpu_count": n}), catalog)
+        except ScenarioError:
+            continue
+        assert smaller.train_days > 120, n
+
+
+def test_no_layout_fits_is_a_clear_error(catalog):
+    data = _seed(**{"hardware.gpu_count": 8})
+    with pytest.raises(ScenarioError) as err:
+        plan_of(data, catalog)
+    problem = err.value.problems[0]
+    assert problem.path == "hardware.gpu_count"
+    assert problem.message.startswith("no layout of 8 GPUs fits in memory: the leanest")
+    assert "add GPUs" in problem.fix
+
+
+def test_reference_layout_efficiency_is_what_the_model_gives_its_reference(catalog):
+    """The default 0.82 is the model's efficiency for the layout its note describes."""
+    plan = plan_of(_computed_efficiency(**{"hardware.gpu_count": 512, "parallelism": {
+        "tp": 8, "pp": 8, "zero_stage": 1, "recompute": "selective", "micro_batch_size": 1,
+        "sequence_parallel": True}}), catalog)
+    assert plan["layout_efficiency_model"] == pytest.approx(plan["reference_layout_efficiency"], abs=0.01)
+    assert plan["effective_mfu"] == pytest.approx(0.43, abs=0.01)   # the catalog's typical H100 MFU
+
+
+def test_flash_attention_drops_the_attention_score_term(catalog):
+    """Llama 3 405B at 8K context: 5as/h = 320 bytes per s·b·h without FlashAttention."""
+    data = {"name": "l", "model": {"preset": "llama3-405b"}, "data": {"train_tokens": "15.6T"},
+            "hardware": {"accelerator": "nvidia_h100_sxm", "gpu_count": 8192},
+            "parallelism": {"tp": 8, "pp": 16, "zero_stage": 1, "recompute": "none",
+                            "sequence_parallel": True, "micro_batch_size": 1},
+            "prices": {"per_gpu_hour": 2.0}}
+    with_flash = plan_of(data, catalog)
+    without = plan_of(with_changes(data, {"memory": {"flash_attention": False}}), catalog)
+    assert with_flash["act_bytes_attention"] == 0 and without["act_bytes_attention"] == 5
+    # 5·a·s/(h·t) = 5 × 128 × 8192 / (16384 × 8) = 40 bytes more per s·b·h, on 7.875 layers × 16
+    sbh = 8192 * 16384
+    extra = without.memory_per_gpu_gb - with_flash.memory_per_gpu_gb
+    assert extra == pytest.approx(sbh * 40 * (126 / 16) * 16 / 1e9)
+
+
+# --- invariants -----------------------------------------------------------------------------
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(nodes=st.integers(6, 160), tp=st.sampled_from([None, 1, 2, 4, 8]),
+       zero=st.sampled_from([None, 0, 1, 3]), recompute=st.sampled_from([None, "none", "full"]))
+def test_search_returns_only_fitting_layouts_that_multiply_out(catalog, nodes, tp, zero, recompute):
+    pins = {k: v for k, v in (("tp", tp), ("zero_stage", zero), ("recompute", recompute)) if v is not None}
+    data = _computed_efficiency(**{"hardware.gpu_count": nodes * 8, "parallelism": pins})
+    try:
+        plan = plan_of(data, catalog)
+    except ScenarioError as err:
+        assert err.problems[0].message.startswith(("no layout", "tp "))
+        return
+    for cand, values in zip(plan.layout.candidates, plan.candidate_values):
+        assert values["tp_size"] * values["pp_size"] * values["dp_size"] == nodes * 8
+    for cand in plan.layout.search.ranked:
+        assert cand.fits
+    assert plan.fits and plan.failing_checks == []
