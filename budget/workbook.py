@@ -30,6 +30,10 @@ from .reproducible import normalise_xlsx
 CALC_SHEETS = ("Memory", "Parallelism", "Compute", "Cost", "Checks")
 CANDIDATE_KEYS = ("dp_size", "memory_per_gpu_gb", "check_memory_fits", "bubble_fraction",
                   "comm_fraction", "layout_efficiency", "train_days", "total_cost")
+CANDIDATE_LABELS = {"dp_size": "DP", "memory_per_gpu_gb": "Memory per GPU",
+                    "check_memory_fits": "Does not fit (1)", "bubble_fraction": "Bubble",
+                    "comm_fraction": "Exposed communication", "layout_efficiency": "Layout efficiency",
+                    "train_days": "Training days", "total_cost": "Total cost"}
 LAYOUT_COLUMNS = (("tp_size", "TP", "integer"), ("pp_size", "PP", "integer"),
                   ("micro_batch_size", "Micro-batch", "integer"), ("zero_stage", "ZeRO", "integer"),
                   ("recompute", "Recompute", "choice"), ("sequence_parallel", "SP", "choice"))
@@ -103,7 +107,10 @@ class _Writer:
         self.candidate_cells: list[dict[str, str]] = []   # per candidate: layout input -> Inputs cell
         _styles(self.wb)
         self.wb.remove(self.wb.active)
-        for title in ("Summary", "Inputs", "Catalog", *CALC_SHEETS, "Change log"):
+        sheets = ["Summary", "Inputs", "Catalog", *CALC_SHEETS, "Change log"]
+        if plan.layout is not None and plan.layout.candidates:
+            sheets.insert(sheets.index("Parallelism") + 1, "Layout workings")
+        for title in sheets:
             ws = self.wb.create_sheet(title)
             ws.sheet_properties.tabColor = TAB_COLOURS.get(title, CALC_TAB)
 
@@ -325,43 +332,69 @@ class _Writer:
             row += 1
         if title == "Parallelism":
             self.candidate_rows(ws, row + 2)
-        self.widths(ws, [52, 20, 18, 30, 80] + [14] * 40)
+        if title == "Parallelism":   # the candidate table below shares these columns
+            self.widths(ws, [52, 16, 14, 28, 44] + [14] * 12)
+        else:
+            self.widths(ws, [52, 20, 18, 30, 80])
         ws.freeze_panes = "B5"
         self.page_setup(ws)
 
     def candidate_rows(self, ws, row: int) -> None:
         """Each candidate layout as a row of live formulas: the same expressions as the sheets
-        above, with layout-dependent names resolved to cells of the row."""
+        above, with layout-dependent names resolved to the candidate's own cells. The key figures
+        sit on Parallelism; the intermediate ones on "Layout workings", one row per candidate."""
         layout = self.plan.layout
         if layout is None or not layout.candidates:
             return
-        columns = candidate_columns(self.model)
+        keys, working = candidate_columns(self.model)
         put_text(ws.cell(row, 1), "Layout candidates: the search's best layouts that fit, then faster "
-                                  "ones that do not. Live formulas over the Inputs sheet's candidate table.")
+                                  "ones that do not. Live formulas over the Inputs sheet's candidate "
+                                  "table; intermediate figures on the Layout workings sheet.")
         ws.cell(row, 1).font = SECTION_FONT
         put_text(ws.cell(row + 1, 1), "Why the first row: " + layout.explanation)
         ws.cell(row + 1, 1).alignment = Alignment(wrap_text=True, vertical="top")
         ws.merge_cells(start_row=row + 1, start_column=1, end_row=row + 1, end_column=12)
         ws.row_dimensions[row + 1].height = 75
         head = row + 2
-        labels = ["Candidate"] + [label for _, label, _ in LAYOUT_COLUMNS] + [
-            self.model.items[name].label for name in columns[len(LAYOUT_COLUMNS):]]
-        self.header(ws, head, labels)
+        wk = self.wb["Layout workings"]
+        self.title(wk, "Layout workings", "Intermediate figures of each candidate on the Parallelism "
+                                          "sheet, one row per candidate, same formulas as the sheets.")
+        self.header(ws, head, ["Candidate"] + [self._column_label(n) for n in keys])
+        self.header(wk, 4, ["Candidate"] + [self._column_label(n) for n in working])
         ws.row_dimensions[head].height = 60
+        wk.row_dimensions[4].height = 75
         for n, values in enumerate(self.plan.candidate_values):
-            r = head + 1 + n
-            put_text(ws.cell(r, 1), _candidate_label(layout, n))
-            where = {name: f"{get_column_letter(c)}{r}" for c, name in enumerate(columns, 2)}
-            resolve = lambda name: where.get(name, name)  # noqa: E731
-            for c, name in enumerate(columns, 2):
-                if name in self.candidate_cells[n]:
-                    self.formula(ws, r, c, self.candidate_cells[n][name], values[name], None)
-                    continue
-                item = self.model.items[name]
-                cell = self.formula(ws, r, c, item.expr.excel(resolve), values[name],
-                                    number_format(item.unit))
-                if item.is_check:
-                    self.flag_format(ws, cell.coordinate)
+            r, wr = head + 1 + n, 5 + n
+            where = {name: f"{get_column_letter(c)}{r}" for c, name in enumerate(keys, 2)}
+            where.update({name: f"'Layout workings'!{get_column_letter(c)}{wr}"
+                          for c, name in enumerate(working, 2)})
+            back = {name: f"'Parallelism'!{cell}" for name, cell in where.items() if "!" not in cell}
+            back.update({name: f"{get_column_letter(c)}{wr}" for c, name in enumerate(working, 2)})
+            for sheet, at_row, names, refs in ((ws, r, keys, where), (wk, wr, working, back)):
+                put_text(sheet.cell(at_row, 1), _candidate_label(layout, n))
+                resolve = lambda name, refs=refs: refs.get(name, name)  # noqa: E731
+                for c, name in enumerate(names, 2):
+                    self.candidate_cell(sheet, at_row, c, n, name, values[name], resolve)
+        self.widths(wk, [22] + [14] * len(working))
+        wk.freeze_panes = "B5"
+        self.page_setup(wk)
+
+    def _column_label(self, name: str) -> str:
+        for input_name, label, _ in LAYOUT_COLUMNS:
+            if input_name == name:
+                return label
+        unit = self.unit_text(self.model.items[name].unit)
+        label = CANDIDATE_LABELS.get(name, self.model.items[name].label)
+        return f"{label} ({unit})" if unit and unit != "flag" else label
+
+    def candidate_cell(self, ws, row: int, col: int, n: int, name: str, value, resolve) -> None:
+        if name in self.candidate_cells[n]:
+            self.formula(ws, row, col, self.candidate_cells[n][name], value, None)
+            return
+        item = self.model.items[name]
+        cell = self.formula(ws, row, col, item.expr.excel(resolve), value, number_format(item.unit))
+        if item.is_check:
+            self.flag_format(ws, cell.coordinate)
 
     def item_row(self, ws, row: int, item: Item) -> None:
         put_text(ws.cell(row, 1), item.label)
@@ -475,8 +508,8 @@ class _Writer:
         return self.result
 
 
-def candidate_columns(model) -> list[str]:
-    """Layout inputs, the key outputs, then every other layout-dependent item they need."""
+def candidate_columns(model) -> tuple[list[str], list[str]]:
+    """(layout inputs and key outputs, every other layout-dependent item they need)."""
     layout_inputs = [name for name, _, _ in LAYOUT_COLUMNS]
     affected = model.affected_by(set(layout_inputs))
     needed: set[str] = set()
@@ -488,7 +521,7 @@ def candidate_columns(model) -> list[str]:
         needed.add(name)
         stack.extend(model.items[name].expr.refs())
     working = [n for n in affected if n in needed and n not in CANDIDATE_KEYS]
-    return layout_inputs + list(CANDIDATE_KEYS) + working
+    return layout_inputs + list(CANDIDATE_KEYS), working
 
 
 def _candidate_label(layout, n: int) -> str:

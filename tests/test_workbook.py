@@ -25,8 +25,8 @@ def book(seed_h100):
 
 def test_sheets_in_reviewer_order(book):
     _, wb = book
-    assert wb.sheetnames == ["Summary", "Inputs", "Catalog", "Memory", "Parallelism", "Compute",
-                             "Cost", "Checks", "Change log"]
+    assert wb.sheetnames == ["Summary", "Inputs", "Catalog", "Memory", "Parallelism",
+                             "Layout workings", "Compute", "Cost", "Checks", "Change log"]
 
 
 def test_names_point_at_inputs_and_outputs(book):
@@ -79,7 +79,7 @@ def test_inputs_rows_carry_label_unit_source(book):
 
 def test_no_numeric_constants_or_unsupported_functions_on_calculation_sheets(book):
     _, wb = book
-    for title in (*CALC_SHEETS, "Summary"):
+    for title in (*CALC_SHEETS, "Summary", "Layout workings"):
         for row in wb[title].iter_rows():
             for c in row:
                 if c.data_type == "f":
