@@ -22,6 +22,7 @@ from .catalog import data_dir, load_catalog
 from .errors import InputError, Problem, ScenarioError
 from .plan import Plan, build_plan
 from .scenario import load_scenario
+from .report import render_html, render_markdown
 from .workbook import write_workbook
 
 EXIT_OK, EXIT_FAILURE, EXIT_BAD_INPUT = 0, 1, 2
@@ -37,8 +38,8 @@ class Output:
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="trainbudget",
-        description="Plan an LLM training run: accelerators, duration and cost. Writes an .xlsx "
-                    "workbook of live formulas for each scenario.",
+        description="Plan an LLM training run: accelerators, duration and cost. Writes, for each "
+                    "scenario, an .xlsx workbook of live formulas and a timeline report (.md, .html).",
         epilog="Bad input exits with status 2 and writes nothing.")
     p.add_argument("scenarios", nargs="*", type=Path, metavar="SCENARIO.yaml",
                    help=f"scenario files (default: the bundled example {BUNDLED_EXAMPLE})")
@@ -50,7 +51,11 @@ def parser() -> argparse.ArgumentParser:
 
 
 def render(plan: Plan) -> list[Output]:
-    return [Output(Path(f"{plan.scenario_id}.xlsx"), write_workbook(plan).data)]
+    """The workbook and the timeline report (Markdown and HTML) of one plan."""
+    stem = plan.scenario_id
+    return [Output(Path(f"{stem}.xlsx"), write_workbook(plan).data),
+            Output(Path(f"{stem}.md"), render_markdown(plan).encode("utf-8")),
+            Output(Path(f"{stem}.html"), render_html(plan).encode("utf-8"))]
 
 
 def plan_file(path: Path, catalog) -> Plan:
@@ -58,14 +63,23 @@ def plan_file(path: Path, catalog) -> Plan:
     return build_plan(scenario, catalog, scenario_id=path.stem, scenario_file=path.name)
 
 
+def _file_mode() -> int:
+    """The mode a plain open() would give: 0o666 less the process umask (mkstemp uses 0o600)."""
+    umask = os.umask(0)
+    os.umask(umask)
+    return 0o666 & ~umask
+
+
 def write_atomically(outdir: Path, outputs: list[Output]) -> list[Path]:
     outdir.mkdir(parents=True, exist_ok=True)
     staged = []
+    mode = _file_mode()
     try:
         for out in outputs:
             fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=out.path.suffix, dir=outdir)
             with os.fdopen(fd, "wb") as fh:
                 fh.write(out.data)
+            os.chmod(tmp, mode)
             staged.append((Path(tmp), outdir / out.path))
     except BaseException:
         for tmp, _ in staged:

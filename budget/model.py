@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from functools import lru_cache
 
-from .formula import (ABS, IF, ISNUMBER, MIN, MOD, NOT, OR, ROUNDUP, SUM, SUMPRODUCT, Lookup, Ref)
+from .formula import (ABS, EXP, IF, ISNUMBER, MIN, MOD, NOT, OR, ROUNDUP, SQRT, SUM, SUMPRODUCT,
+                      Lookup, Ref)
 from .lineitems import Model, ModelBuilder
 
 ACCELERATOR_TABLE = "acc"
@@ -29,6 +30,8 @@ def build_model() -> Model:
     _memory(b, inp)
     _efficiency(b, inp)
     _compute(b, inp)
+    _schedule(b, inp)
+    _timeline(b, inp)
     _cost(b, inp)
     _checks(b, inp)
     return b.model
@@ -120,10 +123,38 @@ def _inputs(b: ModelBuilder) -> _Inputs:
     add("price_per_gb_month", "Storage", "currency/GB-month", minimum=0)
     add("network_per_gpu_hour", "Network (0 = included in rental)", "currency/GPU-hour", minimum=0)
 
-    b.input_section("Storage")
-    add("dataset_gb", "Dataset held", "GB", minimum=0)
-    add("checkpoint_gb", "Checkpoints held", "GB", minimum=0)
+    b.input_section("Data and storage")
+    add("raw_bytes_per_token", "Raw text per token", "bytes", minimum=0)
+    add("tokenized_bytes_per_token", "Tokenized data per token", "bytes", minimum=0)
+    add("dataset_gb_override", "Dataset held (blank = raw + tokenized)", "GB", minimum=0, optional=True)
+    add("checkpoints_kept", "Checkpoints kept (the last K)", "checkpoints", kind="integer", minimum=0)
+    add("checkpoint_storage_gb_override", "Checkpoints held (blank = K full checkpoints)", "GB",
+        minimum=0, optional=True)
     add("storage_months", "Months held", "months", minimum=0)
+    add("storage_write_gb_per_s", "Storage write bandwidth (checkpoints)", "GB/s", minimum=0)
+    add("storage_read_gb_per_s", "Storage read bandwidth (data, reloads)", "GB/s", minimum=0)
+
+    b.input_section("Schedule (seed 000 section 4)")
+    add("queue_days", "Queue wait for the cluster", "days", minimum=0)
+    add("setup_days", "Setup: environment, framework, distributed configuration", "days", minimum=0)
+    add("transfer_gbit_per_s", "Data transfer bandwidth into the cluster", "Gbit/s", minimum=0)
+
+    b.input_section("Failures and checkpoints")
+    add("interruption_rate_per_gpu_hour", "Interruptions per GPU-hour", "per GPU-hour", minimum=0)
+    add("failure_detect_minutes", "Time to detect a failure", "minutes", minimum=0)
+    add("node_replace_minutes", "Time to swap in a spare node and restart", "minutes", minimum=0)
+    add("checkpoint_interval_steps_override", "Checkpoint interval (blank = Young/Daly optimum)",
+        "steps", minimum=0, optional=True)
+
+    b.input_section("Project timeline (seed 002 section 6)")
+    add("start_date", "Project start", "date", kind="date")
+    add("data_prep_weeks", "Data preparation", "weeks", minimum=0)
+    add("validation_weeks", "Small-scale validation", "weeks", minimum=0)
+    add("validation_gpus", "Small-scale validation GPUs", "GPUs", kind="integer", minimum=0)
+    add("scaling_weeks", "Mid-scale scaling runs", "weeks", minimum=0)
+    add("scaling_gpus", "Mid-scale scaling GPUs", "GPUs", kind="integer", minimum=0)
+    add("evaluation_weeks", "Evaluation and fine-tuning (on the training cluster)", "weeks", minimum=0)
+    add("deployment_weeks", "Deployment", "weeks", minimum=0)
 
     b.input_section("Contingency")
     add("buffer_rate", "Contingency buffer", "fraction of subtotal", kind="fraction",
@@ -319,17 +350,119 @@ def _compute(b: ModelBuilder, i: _Inputs) -> None:
            IF(ISNUMBER(i.deadline_days), ROUNDUP(gpu_d / i.deadline_days, 0), 0))
 
 
+def _schedule(b: ModelBuilder, i: _Inputs) -> None:
+    r = Ref
+    b.sheet("Schedule", "Data and checkpoints")
+    raw = b.item("dataset_raw_gb", "Raw text", "GB", i.train_tokens * i.raw_bytes_per_token / i.bytes_per_gb)
+    tok = b.item("dataset_tokenized_gb", "Tokenized dataset", "GB",
+                 i.train_tokens * i.tokenized_bytes_per_token / i.bytes_per_gb)
+    b.item("dataset_gb", "Dataset held", "GB",
+           IF(ISNUMBER(i.dataset_gb_override), i.dataset_gb_override, raw + tok))
+    b.item("checkpoint_weights_gb", "Checkpoint, weights only", "GB",
+           i.model_params * i.weight_bytes_per_param / i.bytes_per_gb, "What inference needs")
+    full = b.item("checkpoint_full_gb", "Checkpoint with optimizer state", "GB",
+                  i.model_params * (i.weight_bytes_per_param + i.optimizer_bytes_per_param) / i.bytes_per_gb,
+                  "What resuming needs: 14 bytes/parameter for mixed-precision Adam (BLOOM 176B: 2.3 TB)")
+    b.item("checkpoint_storage_gb", "Checkpoints held", "GB",
+           IF(ISNUMBER(i.checkpoint_storage_gb_override), i.checkpoint_storage_gb_override,
+              i.checkpoints_kept * full))
+
+    b.section("Failures and checkpoints (Young 1974, Daly 2006)")
+    mtbi = b.item("job_mtbi_hours", "Mean time between interruptions of the job", "hours",
+                  1 / (i.interruption_rate_per_gpu_hour * i.gpu_count),
+                  "The per-GPU rate × GPUs: Llama 3 saw one about every 3 hours on 16,384 GPUs")
+    write = b.item("checkpoint_write_hours", "Time to write a checkpoint (δ)", "hours",
+                   full / i.storage_write_gb_per_s / 3600)
+    step = b.item("step_hours", "Time per step, pure training", "hours",
+                  r("train_days") * 24 / r("train_steps"))
+    daly = b.item("young_daly_interval_hours", "Optimal interval √(2·δ·M)", "hours", SQRT(2 * write * mtbi))
+    interval = b.item("checkpoint_interval_hours", "Checkpoint interval used", "hours",
+                      IF(ISNUMBER(i.checkpoint_interval_steps_override),
+                         i.checkpoint_interval_steps_override * step, daly))
+    b.item("checkpoint_interval_steps", "… in optimizer steps", "steps", interval / step,
+           "Seed 002 suggests every 1,000-2,000 steps")
+    restart = b.item("restart_hours", "Restart: detect, replace, reload", "hours",
+                     (i.failure_detect_minutes + i.node_replace_minutes) / 60
+                     + full / i.storage_read_gb_per_s / 3600)
+    ckpt = b.item("checkpoint_overhead", "Time spent writing checkpoints (δ/τ)", "fraction",
+                  write / interval)
+    per = b.item("loss_per_interruption_hours", "Lost per interruption: half an interval + restart",
+                 "hours", interval / 2 + restart)
+    lost = b.item("failure_fraction", "Share of wall-clock lost to interruptions", "fraction", per / mtbi)
+    stretched = b.item("stretched_training_days", "Training days with failures and checkpoints", "days",
+                       r("train_days") * (1 + ckpt) / (1 - lost),
+                       "Wall = T(1 + δ/τ) + (Wall/M)(τ/2 + R), solved for Wall")
+    b.item("expected_interruptions", "Expected interruptions", "interruptions", stretched * 24 / mtbi)
+    loss = b.item("failure_loss_days", "Days lost to failures and checkpointing", "days",
+                  stretched - r("train_days"))
+    b.item("gpu_hours_lost", "GPU-hours lost", "GPU-h", loss * 24 * i.gpu_count)
+    b.item("goodput", "Goodput (useful share of training wall-clock)", "fraction", r("train_days") / stretched)
+    b.item("gpu_failure_probability", "Chance a given GPU is interrupted during the run", "fraction",
+           1 - EXP(0 - i.interruption_rate_per_gpu_hour * stretched * 24),
+           "Seed 002: 512 GPUs for 5 months, 10-15%")
+
+    b.section("Data loading (seed 000 section 5)")
+    b.item("data_read_gb_per_s", "Read rate training needs", "GB/s",
+           tok / (r("train_days") * 86400), "Tokenized bytes over the pure training time")
+
+    b.section("Schedule of the run (seed 000 section 4)")
+    transfer = b.item("transfer_days", "Data transfer", "days",
+                      tok * i.bits_per_byte / i.transfer_gbit_per_s / 86400,
+                      "Tokenized dataset ÷ transfer bandwidth")
+    evaluation = b.item("evaluation_days", "Evaluation and fine-tuning", "days", i.evaluation_weeks * 7)
+    non_training = b.item("non_training_days", "Not training: queue, setup, transfer, failures", "days",
+                          i.queue_days + i.setup_days + transfer + loss)
+    b.item("non_training_margin", "Non-training time on top of training", "fraction of training",
+           non_training / r("train_days"), "Seed 000 step 5: budget 10-30% on top")
+    b.item("run_days", "Run: queue to end of evaluation", "days",
+           i.queue_days + i.setup_days + transfer + stretched + evaluation)
+    b.item("billed_days", "Billed: setup to end of evaluation (no queue)", "days",
+           i.setup_days + transfer + stretched + evaluation,
+           "The reservation runs from setup; the queue is not billed")
+
+
+def _timeline(b: ModelBuilder, i: _Inputs) -> None:
+    r = Ref
+    b.sheet("Timeline", "Phases (seed 002 section 6)")
+    phases = [("data_prep", "Data preparation", i.data_prep_weeks * 7),
+              ("validation", "Small-scale validation", i.validation_weeks * 7),
+              ("scaling", "Mid-scale scaling", i.scaling_weeks * 7),
+              ("training", "Full training (queue, setup, transfer, training)",
+               i.queue_days + i.setup_days + r("transfer_days") + r("stretched_training_days")),
+              ("evaluation", "Evaluation and fine-tuning", r("evaluation_days")),
+              ("deployment", "Deployment", i.deployment_weeks * 7)]
+    previous = i.start_date
+    for key, label, days in phases:
+        start = b.item(f"{key}_start", f"{label}: start", "date", previous)
+        previous = b.item(f"{key}_end", f"{label}: end", "date", start + days)
+    b.section("Project")
+    b.item("project_end", "Project end", "date", previous)
+    days = b.item("project_days", "Project duration", "days", previous - i.start_date)
+    b.item("project_weeks", "… in weeks", "weeks", days / 7, "Seed 002 plans 28 weeks")
+
+
 def _cost(b: ModelBuilder, i: _Inputs) -> None:
     r = Ref
-    b.sheet("Cost", "Compute rental")
-    rental = b.item("rental_cost", "GPU rental", "currency", r("gpu_hours") * i.price_per_gpu_hour,
-                    "GPU-hours × price per GPU-hour")
-    network = b.item("network_cost", "Network", "currency", r("gpu_hours") * i.network_per_gpu_hour,
+    b.sheet("Cost", "GPU rental")
+    pure = b.item("rental_cost", "GPU rental, pure training (seed 002 arithmetic)", "currency",
+                  r("gpu_hours") * i.price_per_gpu_hour, "GPU-hours × price per GPU-hour")
+    billed_h = b.item("billed_gpu_hours", "GPU-hours billed: reserved GPUs × billed days", "GPU-h",
+                      r("reserved_gpus") * r("billed_days") * 24,
+                      "Training nodes and spares, from setup to the end of evaluation")
+    rental = b.item("billed_rental_cost", "GPU rental, billed", "currency", billed_h * i.price_per_gpu_hour)
+    b.item("rental_gap_cost", "Billed minus pure-training rental", "currency", rental - pure,
+           "What the seed's arithmetic leaves out: setup, transfer, failures, evaluation, spares")
+    exp_h = b.item("experiment_gpu_hours", "Validation and scaling runs", "GPU-h",
+                   (i.validation_gpus * i.validation_weeks + i.scaling_gpus * i.scaling_weeks) * 7 * 24)
+    experiments = b.item("experiment_cost", "Validation and scaling runs", "currency",
+                         exp_h * i.price_per_gpu_hour, "Seed 002 weeks 3-8: 8-16, then 64-128 GPUs")
+    network = b.item("network_cost", "Network", "currency",
+                     (billed_h + exp_h) * i.network_per_gpu_hour,
                      "Zero when the interconnect is included in the rental price")
 
     b.section("Storage")
     gbm = b.item("storage_gb_months", "Storage held", "GB-months",
-                 (i.dataset_gb + i.checkpoint_gb) * i.storage_months)
+                 (r("dataset_gb") + r("checkpoint_storage_gb")) * i.storage_months)
     storage = b.item("storage_cost", "Storage", "currency", gbm * i.price_per_gb_month)
 
     b.section("Staffing")
@@ -340,13 +473,15 @@ def _cost(b: ModelBuilder, i: _Inputs) -> None:
                       "Σ headcount × monthly cost × months over the roles on Inputs")
 
     b.section("Total")
-    subtotal = b.item("subtotal_cost", "Subtotal", "currency", rental + network + storage + staffing)
+    subtotal = b.item("subtotal_cost", "Subtotal", "currency",
+                      rental + experiments + network + storage + staffing, "Billed rental, not pure")
     buffer = b.item("buffer_cost", "Contingency buffer", "currency", subtotal * i.buffer_rate,
                     "Seed 002 section 8: keep at least 20% for reruns and surprises")
     total = b.item("total_cost", "Total", "currency", subtotal + buffer)
-    b.item("cost_per_gpu_hour_all_in", "All-in cost per GPU-hour", "currency/GPU-h",
+    b.item("cost_per_gpu_hour_all_in", "All-in cost per training GPU-hour", "currency/GPU-h",
            total / r("gpu_hours"))
-    b.item("rental_share", "GPU rental share of the subtotal", "fraction", rental / subtotal,
+    b.item("rental_share", "GPU rental share of the subtotal", "fraction",
+           IF(subtotal > 0, (rental + experiments) / subtotal, 0),
            "Seed 002: compute is usually over 70% of the budget")
 
 
@@ -377,14 +512,21 @@ def _checks(b: ModelBuilder, i: _Inputs) -> None:
     b.section("Throughput and schedule")
     b.check("check_mfu_plausible", "Effective MFU at most 100%", r("effective_mfu") <= 1,
             "Lower the baseline MFU or the layout efficiency override")
+    b.check("check_failures_finish", "The run finishes despite interruptions",
+            r("failure_fraction") < 1,
+            "Interruptions come faster than the work between them: checkpoint more often, "
+            "restart faster or use fewer GPUs")
+    b.check("check_data_loading", "Storage reads keep up with training",
+            r("data_read_gb_per_s") <= i.storage_read_gb_per_s,
+            "Raise the storage read bandwidth, shard and prefetch (seed 000 section 5)")
     b.check("check_meets_deadline", "Training fits the deadline",
             OR(NOT(ISNUMBER(i.deadline_days)), r("train_days") <= i.deadline_days),
             "Add GPUs (see deadline_gpus on Compute) or move the deadline")
 
     b.section("Arithmetic")
     b.check("check_costs_add_up", "Cost lines add up to the total",
-            ABS(r("total_cost") - SUM(r("rental_cost"), r("network_cost"), r("storage_cost"),
-                                      r("staffing_cost"))
+            ABS(r("total_cost") - SUM(r("billed_rental_cost"), r("experiment_cost"), r("network_cost"),
+                                      r("storage_cost"), r("staffing_cost"))
                 * (1 + i.buffer_rate)) <= r("total_cost") / 1000 / 1000 / 1000,
             "A cost cell was overwritten: restore its formula")
     checks = [r(c.name) for c in b.model.checks()]

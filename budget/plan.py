@@ -6,19 +6,18 @@ source a reviewer will read next to it. `build_plan` evaluates the model over th
 
 from __future__ import annotations
 
+import datetime as dt
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Mapping
 
 from .catalog import Catalog
-from .errors import ScenarioError
+from .errors import Problem as _Problem, ScenarioError
 from .layout import (Candidate, Evaluator, Layout, NoLayoutFits, SearchResult, Space,
                      first_count_that_fits, search, smallest_count_for_deadline)
 from .model import ACCELERATOR_TABLE, ACTIVATION_TABLE, build_model
 from .scenario import PRECISIONS, Scenario, resolved_shape
 
-RAW_TEXT_BYTES_PER_TOKEN = 4      # UTF-8 English averages about 4 bytes per BPE token
-CHECKPOINTS_KEPT_DEFAULT = 3
 
 
 @dataclass(frozen=True)
@@ -209,10 +208,22 @@ def resolve_inputs(s: Scenario, catalog: Catalog, scenario_file: str = "scenario
         "network_per_gpu_hour": user("prices.network",
                                      0.0 if s.prices.network == "included" else float(s.prices.network),
                                      note="'included' in the scenario" if s.prices.network == "included" else ""),
-        "dataset_gb": _dataset_gb(s, shape, user),
-        "checkpoint_gb": _checkpoint_gb(s, shape, user),
+        "raw_bytes_per_token": user("storage.raw_bytes_per_token", s.storage.raw_bytes_per_token,
+                                    default="default: UTF-8 English averages about 4 bytes per BPE token"),
+        "tokenized_bytes_per_token": _token_bytes(s, shape, user),
+        "dataset_gb_override": user("storage.dataset_gb", s.storage.dataset_gb,
+                                    default="blank: raw + tokenized, on the Schedule sheet"),
+        "checkpoints_kept": user("storage.checkpoints_kept", float(s.storage.checkpoints_kept),
+                                 default="default: keep the last 3 (seed 000: keep the latest few)"),
+        "checkpoint_storage_gb_override": user("storage.checkpoint_gb", s.storage.checkpoint_gb,
+                                               default="blank: K full checkpoints, on the Schedule sheet"),
         "storage_months": user("storage.months_held", s.storage.months_held,
                                default="default: six months"),
+        "storage_write_gb_per_s": user("storage.write_gb_per_s", s.storage.write_gb_per_s,
+                                       default="default: BLOOM saved 2.3 TB in about 40 s (~57 GB/s)"),
+        "storage_read_gb_per_s": user("storage.read_gb_per_s", s.storage.read_gb_per_s,
+                                      default="default: assumed equal to the write bandwidth"),
+        **_schedule_inputs(s, user),
         "buffer_rate": user("buffer_rate", s.buffer_rate,
                             default="default: seed 002 section 8, at least 20%"),
         "flops_per_param_token": InputValue(6.0, "Kaplan et al. 2020; seed 002 section 1"),
@@ -254,9 +265,9 @@ class _SourceNamer:
         return InputValue(value, source, note)
 
     def ensure_sources_used(self) -> None:
-        from .errors import ScenarioError, Problem
+        from .errors import Problem as _Problem, ScenarioError, Problem
         valid = self.used | {"model.preset", "hardware.effective_tflops", "hardware.mfu",
-                             "hardware.baseline_mfu",
+                             "hardware.baseline_mfu", "storage.checkpoints_kept",
                              "hardware.peak_tflops", "staffing", "storage.dataset_gb",
                              "storage.checkpoint_gb"}
         unknown = sorted(set(self.s.sources) - valid)
@@ -317,22 +328,64 @@ def _mfu(s: Scenario, acc, catalog: Catalog, user: _SourceNamer) -> InputValue:
                       fig.note)
 
 
-def _dataset_gb(s: Scenario, shape: dict, user: _SourceNamer) -> InputValue:
-    if s.storage.dataset_gb is not None:
-        return user("storage.dataset_gb", s.storage.dataset_gb)
-    token_bytes = 2 if shape["vocab_size"] <= 65536 else 4
-    gb = s.data.train_tokens * (RAW_TEXT_BYTES_PER_TOKEN + token_bytes) / 1e9
-    return InputValue(gb, f"default: raw text at {RAW_TEXT_BYTES_PER_TOKEN} bytes/token plus "
-                          f"tokenized copy at {token_bytes} bytes/token")
+def _token_bytes(s: Scenario, shape: dict, user: _SourceNamer) -> InputValue:
+    if s.storage.tokenized_bytes_per_token is not None:
+        return user("storage.tokenized_bytes_per_token", s.storage.tokenized_bytes_per_token)
+    width = 2 if shape["vocab_size"] <= 65536 else 4
+    return InputValue(float(width), f"default: token ids as uint{width * 8} for a "
+                                    f"{shape['vocab_size']:,}-token vocabulary")
 
 
-def _checkpoint_gb(s: Scenario, shape: dict, user: _SourceNamer) -> InputValue:
-    if s.storage.checkpoint_gb is not None:
-        return user("storage.checkpoint_gb", s.storage.checkpoint_gb)
-    wb, _, ob, _ = PRECISIONS[s.memory.precision]
-    gb = shape["params"] * (wb + ob) * CHECKPOINTS_KEPT_DEFAULT / 1e9
-    return InputValue(gb, f"default: last {CHECKPOINTS_KEPT_DEFAULT} checkpoints of weights and "
-                          f"optimizer state ({wb + ob} bytes/parameter)")
+EXCEL_EPOCH = dt.date(1899, 12, 30)
+
+
+def excel_serial(day: dt.date) -> float:
+    """A date as a spreadsheet serial number (days since 1899-12-30)."""
+    return float((day - EXCEL_EPOCH).days)
+
+
+def from_serial(serial: float) -> dt.date:
+    return EXCEL_EPOCH + dt.timedelta(days=int(serial))
+
+
+def _schedule_inputs(s: Scenario, user: _SourceNamer) -> dict[str, InputValue]:
+    sc, rel = s.schedule, s.reliability
+    assumed = "default: assumption"
+    return {
+        "queue_days": user("schedule.queue_days", sc.queue_days,
+                           default="default: assumption; seed 000 says larger jobs queue longer, gives no figure"),
+        "setup_days": user("schedule.setup_days", sc.setup_days,
+                           default="default: assumption; a week when images are not prebuilt (seed 000)"),
+        "transfer_gbit_per_s": user("schedule.transfer_gbit_per_s", sc.transfer_gbit_per_s,
+                                    default="default: assumption; a 10 Gbit/s link"),
+        "interruption_rate_per_gpu_hour": user(
+            "reliability.interruption_rate_per_gpu_hour", rel.interruption_rate_per_gpu_hour,
+            default="default: Llama 3 405B, 419 unexpected interruptions in 54 days on 16,384 H100 "
+                    "(Llama Team 2024, section 3.3.4; seed 000: one every ~3 hours)"),
+        "failure_detect_minutes": user("reliability.failure_detect_minutes", rel.failure_detect_minutes,
+                                       default=assumed),
+        "node_replace_minutes": user("reliability.node_replace_minutes", rel.node_replace_minutes,
+                                     default="default: assumption; a spare node is already reserved"),
+        "checkpoint_interval_steps_override": user(
+            "reliability.checkpoint_interval_steps", rel.checkpoint_interval_steps,
+            default="blank: the Young/Daly optimum on the Schedule sheet"),
+        "start_date": user("schedule.start_date", excel_serial(sc.start_date),
+                           default="default: a placeholder start; set schedule.start_date"),
+        "data_prep_weeks": user("schedule.data_prep_weeks", sc.data_prep_weeks,
+                                default="default: seed 002, weeks 1-2"),
+        "validation_weeks": user("schedule.validation_weeks", sc.validation_weeks,
+                                 default="default: seed 002, weeks 3-4"),
+        "validation_gpus": user("schedule.validation_gpus", float(sc.validation_gpus),
+                                default="default: seed 002, 8-16 GPUs"),
+        "scaling_weeks": user("schedule.scaling_weeks", sc.scaling_weeks,
+                              default="default: seed 002, weeks 5-8"),
+        "scaling_gpus": user("schedule.scaling_gpus", float(sc.scaling_gpus),
+                             default="default: seed 002, 64-128 GPUs"),
+        "evaluation_weeks": user("schedule.evaluation_weeks", sc.evaluation_weeks,
+                                 default="default: seed 002, weeks 25-26"),
+        "deployment_weeks": user("schedule.deployment_weeks", sc.deployment_weeks,
+                                 default="default: seed 002, weeks 27-28"),
+    }
 
 
 def _staffing(s: Scenario, user: _SourceNamer) -> dict[str, InputValue]:
@@ -361,7 +414,14 @@ def build_plan(s: Scenario, catalog: Catalog, scenario_id: str = "scenario",
     except NoLayoutFits as err:
         raise ScenarioError(file, [_no_layout_problem(s, str(err))]) from None
     inputs.update(layout.inputs)
-    values = model.evaluate({k: iv.value for k, iv in inputs.items()}, lookups)
+    values = _evaluate(model, {k: iv.value for k, iv in inputs.items()}, lookups, file)
+    if values["failure_fraction"] >= 1:
+        raise ScenarioError(file, [_Problem(
+            "reliability.interruption_rate_per_gpu_hour",
+            f"interruptions every {values['job_mtbi_hours']:.2f} hours come faster than the "
+            f"{values['loss_per_interruption_hours']:.2f} hours each one costs, so the run never ends",
+            "lower the rate, restart faster (reliability.*), write checkpoints faster "
+            "(storage.write_gb_per_s) or use fewer GPUs")])
     candidates = tuple(
         MappingProxyType(model.evaluate({**{k: iv.value for k, iv in inputs.items()},
                                          **c.layout.as_inputs()}, lookups))
@@ -459,6 +519,23 @@ def _no_layout_problem(s: Scenario, why: str):
                        "accelerator with more memory")
     return Problem("hardware", why, "relax the deadline, unpin parallelism keys, or choose a "
                                     "larger accelerator")
+
+
+def _evaluate(model, inputs: dict, lookups: Mapping, file: str) -> dict:
+    """Evaluate the model; a division by zero names the line item it happened in."""
+    try:
+        return model.evaluate(inputs, lookups)
+    except ZeroDivisionError:
+        from .formula import compile_items
+        env = dict(inputs)
+        for item in model.items.values():
+            try:
+                compile_items([(item.name, item.expr)])(env, lookups)
+            except ZeroDivisionError:
+                raise ScenarioError(file, [_Problem(
+                    item.name, f"'{item.label}' divides by zero with these inputs",
+                    "check the inputs it uses for zeros: " + ", ".join(sorted(item.expr.refs())))]) from None
+        raise
 
 
 def _warnings(values: Mapping[str, object]) -> list[str]:

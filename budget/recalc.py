@@ -8,6 +8,7 @@ dominates), and a check that every converted file exists.
 
 from __future__ import annotations
 
+import datetime as dt
 import math
 import os
 import shutil
@@ -16,6 +17,7 @@ import tempfile
 from pathlib import Path
 
 import openpyxl
+from openpyxl.utils.datetime import to_excel
 
 ERROR_VALUES = ("#NAME?", "#VALUE!", "#REF!", "#DIV/0!", "#N/A", "#NUM!", "#NULL!", "Err:")
 
@@ -94,6 +96,8 @@ def relative_difference(got, want) -> float:
         want = float(want)
     if isinstance(want, str) or isinstance(got, str):
         return 0.0 if str(got).lower() == str(want).lower() else math.inf
+    if isinstance(got, (dt.datetime, dt.date)):
+        got = to_excel(got)   # date-formatted results come back as datetimes
     if got is None:
         got = 0.0   # an empty result; LibreOffice writes a formula giving 0 as 0, rarely None
     if isinstance(got, bool):

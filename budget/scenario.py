@@ -7,6 +7,7 @@ Unknown keys are rejected; numbers carry their unit in the key; counts accept su
 
 from __future__ import annotations
 
+import datetime as dt
 import re
 from pathlib import Path
 from typing import Annotated, Literal, Union
@@ -140,9 +141,41 @@ class PricesSection(_Section):
 
 
 class StorageSection(_Section):
+    """Dataset and checkpoint volumes follow from tokens and parameters unless overridden."""
+    raw_bytes_per_token: NonNegativeFloat = 4.0
+    tokenized_bytes_per_token: NonNegativeFloat | None = None   # default: 2, or 4 past 65,536 tokens
     dataset_gb: NonNegativeFloat | None = None
+    checkpoints_kept: Annotated[int, Field(ge=0)] = 3
     checkpoint_gb: NonNegativeFloat | None = None
     months_held: PositiveFloat = 6.0
+    write_gb_per_s: PositiveFloat = 50.0
+    read_gb_per_s: PositiveFloat = 50.0
+
+
+class ScheduleSection(_Section):
+    """Seed 000's segments of a real run and seed 002's project phases."""
+    start_date: dt.date = dt.date(2027, 1, 4)
+    queue_days: NonNegativeFloat = 10.0
+    setup_days: NonNegativeFloat = 7.0
+    transfer_gbit_per_s: PositiveFloat = 10.0
+    data_prep_weeks: NonNegativeFloat = 2.0
+    validation_weeks: NonNegativeFloat = 2.0
+    validation_gpus: Annotated[int, Field(ge=0)] = 16
+    scaling_weeks: NonNegativeFloat = 4.0
+    scaling_gpus: Annotated[int, Field(ge=0)] = 128
+    evaluation_weeks: NonNegativeFloat = 2.0
+    deployment_weeks: NonNegativeFloat = 2.0
+
+
+# Llama 3 405B: 419 unexpected interruptions in 54 days on 16,384 H100 (Llama Team 2024, 3.3.4)
+LLAMA3_INTERRUPTION_RATE = 419 / (54 * 24 * 16384)
+
+
+class ReliabilitySection(_Section):
+    interruption_rate_per_gpu_hour: Annotated[float, Field(gt=0, lt=1)] = LLAMA3_INTERRUPTION_RATE
+    failure_detect_minutes: NonNegativeFloat = 5.0
+    node_replace_minutes: NonNegativeFloat = 15.0
+    checkpoint_interval_steps: PositiveFloat | None = None
 
 
 class StaffRole(_Section):
@@ -164,6 +197,8 @@ class Scenario(_Section):
     memory: MemorySection = MemorySection()
     prices: PricesSection
     storage: StorageSection = StorageSection()
+    schedule: ScheduleSection = ScheduleSection()
+    reliability: ReliabilitySection = ReliabilitySection()
     staffing: list[StaffRole] = []
     buffer_rate: Annotated[float, Field(ge=0, le=1)] = 0.20
     sources: dict[str, LongText] = {}

@@ -15,7 +15,7 @@ import io
 from dataclasses import dataclass, field
 
 from openpyxl import Workbook
-from openpyxl.formatting.rule import CellIsRule
+from openpyxl.formatting.rule import CellIsRule, FormulaRule
 from openpyxl.styles import Alignment, Border, Font, NamedStyle, PatternFill, Protection, Side
 from openpyxl.utils import get_column_letter
 from openpyxl.workbook.defined_name import DefinedName
@@ -27,7 +27,9 @@ from .model import build_model
 from .plan import Plan
 from .reproducible import normalise_xlsx
 
-CALC_SHEETS = ("Memory", "Parallelism", "Compute", "Cost", "Checks")
+CALC_SHEETS = ("Memory", "Parallelism", "Compute", "Schedule", "Timeline", "Cost", "Checks")
+GANTT_COLOURS = ("9DC3E6", "A9D18E", "FFD966", "F4B183", "C9C9C9", "B4A7D6")
+DATE_FORMAT = "yyyy-mm-dd"
 CANDIDATE_KEYS = ("dp_size", "memory_per_gpu_gb", "check_memory_fits", "bubble_fraction",
                   "comm_fraction", "layout_efficiency", "train_days", "total_cost")
 CANDIDATE_LABELS = {"dp_size": "DP", "memory_per_gpu_gb": "Memory per GPU",
@@ -57,8 +59,16 @@ class WorkbookResult:
 
 
 def number_format(unit: str, kind: str = "number") -> str | None:
+    if kind == "date" or unit == "date":
+        return DATE_FORMAT
     if kind == "fraction" or unit.startswith("fraction"):
         return "0.0%"
+    if unit == "per GPU-hour":
+        return "0.000E+00"
+    if unit in {"hours", "weeks"}:
+        return "#,##0.00"
+    if unit in {"GB/s", "Gbit/s"}:
+        return "#,##0.0###"
     if unit in {"text", "catalog id", "mode", "yes/no"}:
         return None
     if unit in {"FLOP", "GPU-s", "FLOP/s"}:
@@ -211,6 +221,9 @@ class _Writer:
             source = d.choices_from or '"' + ",".join(d.choices or ()) + '"'
             dv = DataValidation(type="list", formula1=source, allow_blank=False)
             dv.error = f"Pick one of the listed values for {d.label}."
+        elif d.kind == "date":
+            dv = DataValidation(type="date", operator="greaterThan", formula1="1")
+            dv.error = f"{d.label} must be a date."
         elif d.kind in {"integer", "number", "fraction", "range"}:
             kind = "whole" if d.kind == "integer" else "decimal"
             if d.minimum is not None and d.maximum is not None:
@@ -332,6 +345,8 @@ class _Writer:
             row += 1
         if title == "Parallelism":
             self.candidate_rows(ws, row + 2)
+        if title == "Timeline":
+            self.gantt(ws, row + 2)
         if title == "Parallelism":   # the candidate table below shares these columns
             self.widths(ws, [52, 16, 14, 28, 44] + [14] * 12)
         else:
@@ -378,6 +393,38 @@ class _Writer:
         self.widths(wk, [22] + [14] * len(working))
         wk.freeze_panes = "B5"
         self.page_setup(wk)
+
+    def gantt(self, ws, row: int) -> None:
+        """Phases against week columns; bars are conditional formatting over formula dates."""
+        values = self.plan.values
+        phases = [(k, self.model.items[f"{k}_start"].label.removesuffix(": start"))
+                  for k in TIMELINE_PHASES]
+        weeks = int(values["project_days"] // 7) + 2
+        ws.cell(row, 1, "Gantt (one column per week; bars follow the dates above)").font = SECTION_FONT
+        head = row + 1
+        self.header(ws, head, ["Phase", "Start", "End"])
+        first_col = 4
+        for w in range(weeks):
+            col = first_col + w
+            text = "start_date" if w == 0 else f"{get_column_letter(col - 1)}{head}+7"
+            cell = self.formula(ws, head, col, text, values["start_date"] + 7 * w, "mm-dd")
+            cell.style = "Header"
+            cell.number_format = "mm-dd"
+            cell.alignment = Alignment(text_rotation=90, horizontal="center")
+            ws.column_dimensions[get_column_letter(col)].width = 3.2
+        ws.row_dimensions[head].height = 36
+        last = get_column_letter(first_col + weeks - 1)
+        for n, (key, label) in enumerate(phases):
+            r = head + 1 + n
+            put_text(ws.cell(r, 1), label)
+            for c, suffix in ((2, "start"), (3, "end")):
+                self.formula(ws, r, c, f"{key}_{suffix}", values[f"{key}_{suffix}"], DATE_FORMAT)
+            colour = GANTT_COLOURS[n % len(GANTT_COLOURS)]
+            first = get_column_letter(first_col)
+            rule = FormulaRule(formula=[f"AND({first}${head}<$C{r},{first}${head}+7>$B{r})"],
+                               fill=PatternFill("solid", start_color=colour, end_color=colour))
+            ws.conditional_formatting.add(f"{first}{r}:{last}{r}", rule)
+        ws.freeze_panes = ws.cell(head + 1, first_col)
 
     def _column_label(self, name: str) -> str:
         for input_name, label, _ in LAYOUT_COLUMNS:
@@ -496,6 +543,10 @@ class _Writer:
             "Checks": "Each check is 0 when fine, 1 when not; the master check on Summary adds them up",
             "Parallelism": "The layout, its pipeline bubble, communication and recomputation, and the "
                            "efficiency they leave (seed 000 section 2, seed 002 section 3)",
+            "Schedule": "Data and checkpoints, failures (Young/Daly), data loading, and the segments "
+                        "of the run (seed 000 sections 4-5)",
+            "Timeline": "Seed 002's project phases as dates; the full-training phase takes the "
+                        "computed run, the others are inputs",
         }
         for title in CALC_SHEETS:
             self.calc_sheet(title, subtitles[title])
@@ -506,6 +557,9 @@ class _Writer:
         self.wb.save(buffer)
         self.result.data = normalise_xlsx(buffer.getvalue())
         return self.result
+
+
+TIMELINE_PHASES = ("data_prep", "validation", "scaling", "training", "evaluation", "deployment")
 
 
 def candidate_columns(model) -> tuple[list[str], list[str]]:
@@ -536,9 +590,11 @@ SUMMARY_BLOCKS = (
     ("Checks", ("master_check",)),
     ("How many accelerators", ("accelerator_name", "gpu_count", "layout_label", "memory_per_gpu_gb",
                                "usable_hbm_gb", "check_memory_fits", "min_gpus_for_memory")),
-    ("For how long", ("train_flops", "effective_tflops", "gpu_hours", "gpu_days", "train_days")),
-    ("For how much", ("rental_cost", "network_cost", "storage_cost", "staffing_cost",
-                      "subtotal_cost", "buffer_cost", "total_cost")),
+    ("For how long", ("train_flops", "effective_tflops", "gpu_hours", "gpu_days", "train_days",
+                      "stretched_training_days", "goodput", "non_training_days", "run_days",
+                      "start_date", "training_start", "training_end", "project_end", "project_weeks")),
+    ("For how much", ("rental_cost", "billed_rental_cost", "experiment_cost", "network_cost",
+                      "storage_cost", "staffing_cost", "subtotal_cost", "buffer_cost", "total_cost")),
 )
 SUMMARY_LABELS = {
     "check_memory_fits": "Memory does not fit (1) / fits (0)",

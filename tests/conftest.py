@@ -13,8 +13,8 @@ import pytest
 from budget.catalog import load_catalog
 from budget.recalc import read_values, recalculate
 from budget.workbook import write_workbook
-from support import (SEED_A100, SEED_H100, OracleCase, plan_of, raw, require_soffice,
-                     with_changes)
+from support import (SCENARIOS, SEED_A100, SEED_H100, OracleCase, plan_of, raw,
+                     require_soffice, with_changes)
 
 
 @pytest.fixture(scope="session")
@@ -67,6 +67,20 @@ PLAIN_CASES.update({
                                         "efficiency": {"layout_efficiency": 0.9}}),
     "search-seed-assumptions-1024": (SEED_H100, {"parallelism": {}, "sources": {},
                                                  "hardware.gpu_count": 1024}),
+})
+
+# Schedule, failures, storage and timeline variants.
+PLAIN_CASES.update({
+    "example-llama3-deadline": (SCENARIOS / "llama3-70b-h100-deadline.yaml", {}),
+    "schedule-variant": (SEED_H100, {
+        "reliability.checkpoint_interval_steps": 1500, "schedule.start_date": "2026-12-31",
+        "storage.dataset_gb": None, "storage.checkpoint_gb": None, "schedule.queue_days": 0,
+        "reliability.interruption_rate_per_gpu_hour": 5e-5, "sizing.spare_nodes": 4,
+        "schedule.evaluation_weeks": 0}),
+    "hostile-text": (SEED_H100, {"name": "<script>x</script> & 'quotes' \"too\"",
+                                 "staffing": [{"role": "Lead, \"ML\" & <data>", "headcount": 1,
+                                               "monthly_cost": 1000, "months": 1}],
+                                 "sources": {}}),
 })
 
 # One workbook per catalog accelerator, so every Catalog row is looked up once.

@@ -52,13 +52,25 @@ def require_soffice() -> None:
     """Skip loudly without LibreOffice; under CI a skip would hide a broken install, so fail."""
     from budget.recalc import soffice_path
 
-    if soffice_path():
-        return
-    reason = ("LibreOffice (soffice) is not installed, so the recalculation oracle cannot run: "
-              "apt-get install -y libreoffice-calc-nogui")
+    require_tool(soffice_path(), "LibreOffice (soffice), the recalculation oracle,",
+                 "apt-get install -y libreoffice-calc-nogui")
+
+
+def require_tool(found: str | None, what: str, install: str) -> str:
+    """Skip loudly when a tool is missing; under CI=true a skip would hide a broken install."""
+    if found:
+        return found
+    reason = f"{what} is not installed, so this test cannot run: {install}"
     if os.environ.get("CI", "").lower() == "true":
         pytest.fail(reason)
     pytest.skip(reason)
+
+
+def chromium() -> str:
+    import shutil
+    found = next((shutil.which(n) for n in ("chromium", "chromium-browser", "google-chrome")
+                  if shutil.which(n)), None)
+    return require_tool(found, "Chromium", "apt-get install -y chromium")
 
 
 @dataclass

@@ -103,9 +103,11 @@ def test_no_arguments_builds_the_bundled_example(tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
     code, out, err = _run(capsys)
     assert code == 0
-    assert (tmp_path / "out" / "gpt3-175b-h100.xlsx").is_file()
+    for ext in ("xlsx", "md", "html"):
+        assert (tmp_path / "out" / f"gpt3-175b-h100.{ext}").is_file()
+        assert (tmp_path / "out" / f"gpt3-175b-h100.{ext}").stat().st_mode & 0o044, "readable by others"
     assert out.startswith("gpt3-175b-h100: 512 x NVIDIA H100 80GB SXM5 (4 × 8 × 16), 158.2 training "
-                          "days, 1,944,444 GPU-hours, total 4,578,000 USD\n")
+                          "days, 1,944,444 GPU-hours, total 5,495,339 USD\n")
     # The seed's layout does not fit without ZeRO or recomputation, and the tool says so.
     assert "warning: gpt3-175b-h100: check failing: Chosen layout fits in usable HBM" in err
 
@@ -115,7 +117,7 @@ def test_several_scenarios_and_output_dir(tmp_path, capsys):
                         "-o", tmp_path / "books", "-q")
     assert code == 0 and out == ""
     assert sorted(p.name for p in (tmp_path / "books").iterdir()) == [
-        "gpt3-175b-a100.xlsx", "gpt3-175b-h100.xlsx"]
+        f"gpt3-175b-{gpu}.{ext}" for gpu in ("a100", "h100") for ext in ("html", "md", "xlsx")]
 
 
 def test_same_file_name_twice_is_refused(tmp_path, capsys):
@@ -139,8 +141,9 @@ def test_generate_py_twice_gives_byte_identical_files(tmp_path):
     for run in ("a", "b"):
         subprocess.run([sys.executable, str(ROOT / "generate.py"), str(SEED_H100), "-o",
                         str(tmp_path / run), "-q"], check=True, capture_output=True)
-    first = (tmp_path / "a" / "gpt3-175b-h100.xlsx").read_bytes()
-    assert first == (tmp_path / "b" / "gpt3-175b-h100.xlsx").read_bytes()
+    for ext in ("xlsx", "md", "html"):
+        name = f"gpt3-175b-h100.{ext}"
+        assert (tmp_path / "a" / name).read_bytes() == (tmp_path / "b" / name).read_bytes(), name
 
 
 def test_deadline_example_is_sized_and_explained(tmp_path, capsys):

@@ -50,12 +50,18 @@ def test_costs_add_up_with_the_20_percent_buffer(seed_h100):
     assert p.storage_cost == pytest.approx(15_000)          # 125,000 GB × 6 months × $0.02
     assert p.network_cost == 0                              # InfiniBand included in the rental
     assert p.staffing_cost == pytest.approx(300_000)        # 3-5 people × 6 months
-    assert p.subtotal_cost == pytest.approx(3_815_000)
-    assert p.buffer_cost == pytest.approx(0.20 * 3_815_000)
-    assert p.total_cost == pytest.approx(4_578_000)
-    # The seed's "total" of $3,805,675 is its slipped rental plus storage and staffing,
-    # without the 20% buffer it recommends two sections later.
+    # The seed's own lines: pure-training rental + storage + staffing = $3,815,000. Its printed
+    # "total" of $3,805,675 is its slipped rental plus the same lines, without the 20% buffer it
+    # recommends two sections later.
+    assert p.rental_cost + p.storage_cost + p.network_cost + p.staffing_cost == pytest.approx(3_815_000)
     assert 3_490_675 + 15_000 + 300_000 == 3_805_675
+    # The plan's subtotal is the bill: rental of the reserved nodes from setup to the end of
+    # evaluation, plus the validation and scaling runs seed 002 schedules before training.
+    v = p.values
+    assert p.subtotal_cost == pytest.approx(v["billed_rental_cost"] + v["experiment_cost"]
+                                            + p.network_cost + p.storage_cost + p.staffing_cost)
+    assert p.buffer_cost == pytest.approx(0.20 * p.subtotal_cost)
+    assert p.total_cost == pytest.approx(1.20 * p.subtotal_cost)
 
 
 def test_a100_variant(seed_a100):

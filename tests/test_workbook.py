@@ -26,7 +26,8 @@ def book(seed_h100):
 def test_sheets_in_reviewer_order(book):
     _, wb = book
     assert wb.sheetnames == ["Summary", "Inputs", "Catalog", "Memory", "Parallelism",
-                             "Layout workings", "Compute", "Cost", "Checks", "Change log"]
+                             "Layout workings", "Compute", "Schedule", "Timeline", "Cost", "Checks",
+                             "Change log"]
 
 
 def test_names_point_at_inputs_and_outputs(book):

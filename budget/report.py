@@ -1,0 +1,203 @@
+"""Plan → timeline report in Markdown and HTML, rendered from jinja2 templates.
+
+`report_context` gathers everything the templates show — phases with dates, the schedule
+breakdown, the failure budget, the cost summary, the key assumptions with their sources — and
+the geometry of the HTML's SVG charts, already formatted, so the templates only lay it out.
+HTML is autoescaped; Markdown text from the scenario goes through the `md` filter; both use
+StrictUndefined, so a missing value is an error, not a blank.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass
+
+import jinja2
+
+from . import __version__
+from .catalog import data_dir
+from .model import build_model
+from .plan import Plan, from_serial
+
+PHASES = (("data_prep", "Data preparation"), ("validation", "Small-scale validation"),
+          ("scaling", "Mid-scale scaling"), ("training", "Full training"),
+          ("evaluation", "Evaluation and fine-tuning"), ("deployment", "Deployment"))
+SEGMENTS = (("queue_days", "Queue wait"), ("setup_days", "Setup"), ("transfer_days", "Data transfer"),
+            ("train_days", "Training (pure compute)"), ("failure_loss_days", "Failures and checkpoints"),
+            ("evaluation_days", "Evaluation and fine-tuning"))
+COST_LINES = (("billed_rental_cost", "GPU rental, billed"), ("experiment_cost", "Validation and scaling runs"),
+              ("network_cost", "Network"), ("storage_cost", "Storage"), ("staffing_cost", "Staffing"),
+              ("buffer_cost", "Contingency buffer"))
+KEY_INPUTS = ("model_params", "train_tokens", "gpu_type", "gpu_count", "mfu", "tp_size", "pp_size",
+              "zero_stage", "recompute", "price_per_gpu_hour", "price_per_gb_month", "buffer_rate",
+              "queue_days", "setup_days", "interruption_rate_per_gpu_hour", "storage_write_gb_per_s",
+              "start_date")
+PALETTE = ("#9dc3e6", "#a9d18e", "#ffd966", "#f4b183", "#c9c9c9", "#b4a7d6")
+
+
+@dataclass(frozen=True)
+class Bar:
+    label: str
+    x: float
+    y: float
+    width: float
+    colour: str
+    text: str
+
+
+def _money(x: float, currency: str) -> str:
+    return f"{x:,.0f} {currency}"
+
+
+def _value(name: str, value, unit: str) -> str:
+    if value is None:
+        return "(blank)"
+    if isinstance(value, str):
+        return value
+    if unit == "date":
+        return from_serial(value).isoformat()
+    if unit == "fraction":
+        return f"{value:.1%}"
+    if unit == "per GPU-hour":
+        return f"{value:.3g}"
+    if abs(value) >= 1e6:
+        return f"{value:,.4g}" if value < 1e15 else f"{value:.3g}"
+    return f"{value:,.2f}".rstrip("0").rstrip(".") if not float(value).is_integer() else f"{value:,.0f}"
+
+
+def report_context(plan: Plan) -> dict:
+    v, cur = plan.values, plan.scenario.prices.currency
+    model = build_model()
+    phases = []
+    for n, (key, label) in enumerate(PHASES):
+        start, end = v[f"{key}_start"], v[f"{key}_end"]
+        phases.append({"key": key, "label": label, "start": from_serial(start).isoformat(),
+                       "end": from_serial(end).isoformat(), "days": f"{end - start:,.1f}",
+                       "weeks": f"{(end - start) / 7:,.1f}", "colour": PALETTE[n % len(PALETTE)]})
+    segments = [{"label": label, "days": f"{v[name]:,.1f}",
+                 "share": f"{v[name] / v['run_days']:.1%}"} for name, label in SEGMENTS]
+    costs = [{"label": label, "amount": _money(v[name], cur),
+              "share": f"{v[name] / v['total_cost']:.1%}" if v["total_cost"] else "-"}
+             for name, label in COST_LINES]
+    assumptions = []
+    for name in KEY_INPUTS:
+        d, iv = model.inputs[name], plan.inputs[name]
+        assumptions.append({"label": d.label, "value": _value(name, iv.value, d.unit),
+                            "unit": "" if d.unit in {"text", "date"} else d.unit.replace("currency", cur),
+                            "source": iv.source})
+    failures = [_failure_row(name, label, v[name], model.items[name].unit)
+                for name, label in (
+                    ("job_mtbi_hours", "Mean time between interruptions of the job"),
+                    ("expected_interruptions", "Expected interruptions"),
+                    ("checkpoint_full_gb", "Checkpoint size with optimizer state"),
+                    ("checkpoint_write_hours", "Time to write a checkpoint"),
+                    ("checkpoint_interval_hours", "Checkpoint interval"),
+                    ("checkpoint_interval_steps", "Checkpoint interval in steps"),
+                    ("restart_hours", "Restart time (detect, replace, reload)"),
+                    ("failure_loss_days", "Days lost to failures and checkpointing"),
+                    ("gpu_hours_lost", "GPU-hours lost"),
+                    ("goodput", "Goodput"),
+                    ("gpu_failure_probability", "Chance a given GPU is interrupted"))]
+    return {
+        "version": __version__,
+        "name": plan.scenario.name,
+        "description": plan.scenario.description,
+        "scenario_file": f"{plan.scenario_id}.yaml",
+        "currency": cur,
+        "headline": {
+            "accelerator": v["accelerator_name"], "gpus": f"{plan.gpu_count:,}",
+            "reserved": f"{v['reserved_gpus']:,.0f}", "layout": v["layout_label"],
+            "train_days": f"{plan.train_days:,.1f}", "stretched_days": f"{v['stretched_training_days']:,.1f}",
+            "run_days": f"{v['run_days']:,.1f}", "project_weeks": f"{v['project_weeks']:,.1f}",
+            "start": from_serial(v["start_date"]).isoformat(), "end": from_serial(v["project_end"]).isoformat(),
+            "gpu_hours": f"{plan.gpu_hours:,.0f}", "billed_gpu_hours": f"{v['billed_gpu_hours']:,.0f}",
+            "total": _money(plan.total_cost, cur), "subtotal": _money(plan.subtotal_cost, cur),
+            "pure_rental": _money(plan.rental_cost, cur), "billed_rental": _money(v["billed_rental_cost"], cur),
+            "rental_gap": _money(v["rental_gap_cost"], cur), "goodput": f"{v['goodput']:.1%}",
+            "non_training_margin": f"{v['non_training_margin']:.1%}",
+            "memory_per_gpu": f"{plan.memory_per_gpu_gb:,.1f}", "usable_hbm": f"{v['usable_hbm_gb']:,.1f}",
+            "fits": plan.fits,
+        },
+        "gpu_count_source": plan.inputs["gpu_count"].source,
+        "layout_explanation": plan.layout.explanation if plan.layout else "",
+        "phases": phases,
+        "segments": segments,
+        "costs": costs,
+        "failures": failures,
+        "assumptions": assumptions,
+        "warnings": list(plan.warnings),
+        "gantt": _gantt(plan, phases),
+        "cost_chart": _cost_chart(plan),
+    }
+
+
+def _failure_row(name: str, label: str, value: float, unit: str) -> tuple[str, str, str]:
+    if unit == "hours" and value < 1:
+        return label, f"{value * 60:,.1f}", "minutes"
+    if unit in {"GPU-h", "interruptions"}:
+        return label, f"{value:,.0f}", unit
+    if unit == "fraction":
+        return label, f"{value:.1%}", ""
+    return label, _value(name, value, unit), unit
+
+
+def _gantt(plan: Plan, phases: list[dict]) -> dict:
+    """Bars in an SVG 700 units wide: labels on the left, time on the right."""
+    v = plan.values
+    left, width, row = 200.0, 480.0, 28.0
+    start, total = v["start_date"], max(v["project_days"], 1.0)
+    scale = width / total
+    bars = []
+    for n, p in enumerate(phases):
+        s, e = v[f"{p['key']}_start"] - start, v[f"{p['key']}_end"] - start
+        bars.append(Bar(p["label"], left + s * scale, 30 + n * row, max((e - s) * scale, 1.5),
+                        p["colour"], f"{p['start']} to {p['end']}"))
+    ticks = []
+    first = from_serial(start)
+    month = dt.date(first.year + (first.month == 12), first.month % 12 + 1, 1)
+    while (month - first).days <= total:
+        offset = (month - first).days
+        ticks.append({"x": left + offset * scale, "label": month.strftime("%b %Y") if month.month in (1, 7)
+                      else month.strftime("%b")})
+        month = dt.date(month.year + (month.month == 12), month.month % 12 + 1, 1)
+    return {"bars": bars, "ticks": ticks, "height": 30 + len(phases) * row + 24,
+            "axis_y": 30 + len(phases) * row + 4, "left": left, "right": left + width}
+
+
+def _cost_chart(plan: Plan) -> dict:
+    v, cur = plan.values, plan.scenario.prices.currency
+    lines = [(label, v[name]) for name, label in COST_LINES] + [("Pure-training rental (seed arithmetic)",
+                                                                 v["rental_cost"])]
+    biggest = max((amount for _, amount in lines), default=1.0) or 1.0
+    left, width, row = 250.0, 330.0, 26.0
+    bars = [Bar(label, left, 10 + n * row, max(amount / biggest * width, 1.0),
+                "#8faadc" if n < len(COST_LINES) else "#d0cece", _money(amount, cur))
+            for n, (label, amount) in enumerate(lines)]
+    return {"bars": bars, "height": 10 + len(lines) * row + 6, "left": left}
+
+
+_MD_SPECIAL = str.maketrans({"&": "&amp;", "<": "&lt;", ">": "&gt;",
+                             **{c: "\\" + c for c in "\\`*_[]|#"}})
+
+
+def md_escape(text: str) -> str:
+    """Scenario text in Markdown: no markup, no raw HTML (entities), no table breaks."""
+    return str(text).translate(_MD_SPECIAL).replace("\n", " ")
+
+
+def environment() -> jinja2.Environment:
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(str(data_dir("templates"))),
+        autoescape=lambda name: bool(name) and name.endswith(".html.j2"),
+        undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True,
+        keep_trailing_newline=True)
+    env.filters["md"] = md_escape
+    return env
+
+
+def render_markdown(plan: Plan) -> str:
+    return environment().get_template("timeline.md.j2").render(report_context(plan))
+
+
+def render_html(plan: Plan) -> str:
+    return environment().get_template("timeline.html.j2").render(report_context(plan))

@@ -1,0 +1,119 @@
+"""The timeline report: Markdown (golden file) and self-contained HTML (rendered in Chromium)."""
+
+from __future__ import annotations
+
+import io
+import os
+import re
+import subprocess
+from pathlib import Path
+
+import jinja2
+import pytest
+
+from budget.report import environment, md_escape, render_html, render_markdown
+from support import SEED_H100, chromium, plan_of, raw, with_changes
+
+GOLDEN = Path(__file__).parent / "golden" / "gpt3-175b-h100.md"
+CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                  "--disable-component-update", "--disable-sync", "--no-first-run", "--hide-scrollbars"]
+
+
+def test_markdown_matches_the_golden_file(seed_h100):
+    """Regenerate with UPDATE_GOLDEN=1 after an intended change, and read the diff."""
+    text = render_markdown(seed_h100)
+    if os.environ.get("UPDATE_GOLDEN") == "1":
+        GOLDEN.write_text(text, encoding="utf-8")
+    assert text == GOLDEN.read_text(encoding="utf-8")
+
+
+def test_markdown_has_phases_schedule_failures_costs_and_sources(seed_h100):
+    text = render_markdown(seed_h100)
+    for heading in ("## Phases", "## Schedule of the run", "## Failure budget", "## Cost",
+                    "## Why this GPU count and layout", "## Key assumptions"):
+        assert heading in text
+    gantt = re.search(r"```mermaid\ngantt\n(.*?)```", text, re.S).group(1)
+    assert gantt.count(":") >= 6 and "dateFormat YYYY-MM-DD" in gantt
+    assert "Full training :training, 2027-03-01, 2027-08-26" in gantt
+    assert "seed 002 section 5, TOKEN AI platform price" in text
+
+
+@pytest.fixture(scope="module")
+def hostile(catalog):
+    name = "<script>alert('x')</script> & <b>bold</b> | pipe"
+    data = with_changes(raw(SEED_H100), {"name": name, "description": "<img src=x onerror=alert(1)>",
+                                         "staffing": [{"role": "Lead <i>ML</i>", "headcount": 1,
+                                                       "monthly_cost": 1000, "months": 1}]})
+    return name, plan_of(data, catalog, "hostile")
+
+
+def test_scenario_text_stays_text_in_html(hostile):
+    name, plan = hostile
+    html = render_html(plan)
+    assert "<script>" not in html and "<img" not in html and "<b>bold" not in html
+    assert "&lt;script&gt;alert(&#39;x&#39;)&lt;/script&gt; &amp; &lt;b&gt;bold&lt;/b&gt;" in html
+
+
+def test_scenario_text_stays_text_in_markdown(hostile):
+    _, plan = hostile
+    text = render_markdown(plan)
+    assert "<script>" not in text and "<img" not in text
+    assert text.startswith("# &lt;script&gt;alert('x')&lt;/script&gt; &amp; &lt;b&gt;bold&lt;/b&gt; \\| pipe\n")
+    assert md_escape("a|b*c_[d]`e") == "a\\|b\\*c\\_\\[d\\]\\`e"
+
+
+def test_html_is_self_contained(seed_h100):
+    html = render_html(seed_h100)
+    assert "<script" not in html and "<link" not in html and "@import" not in html
+    assert not re.search(r"""(src|href)\s*=""", html)
+    assert html.count("<svg") == 2 and "<style>" in html
+
+
+def test_templates_are_strict():
+    with pytest.raises(jinja2.UndefinedError):
+        environment().get_template("timeline.md.j2").render({})
+
+
+def test_report_is_reproducible(seed_h100, catalog):
+    from support import seed_plan
+    again = seed_plan(catalog)
+    assert render_html(seed_h100) == render_html(again)
+    assert render_markdown(seed_h100) == render_markdown(again)
+
+
+def _chromium(tmp_path: Path, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([chromium(), *CHROMIUM_FLAGS, f"--user-data-dir={tmp_path / 'profile'}", *args],
+                          capture_output=True, text=True, timeout=120)
+
+
+def test_html_renders_in_chromium_to_a_non_blank_screenshot(tmp_path, seed_h100):
+    from PIL import Image
+
+    page = tmp_path / "report.html"
+    page.write_text(render_html(seed_h100), encoding="utf-8")
+    shot = tmp_path / "report.png"
+    proc = _chromium(tmp_path, "--window-size=1000,2400", f"--screenshot={shot}", page.as_uri())
+    assert shot.is_file(), proc.stderr[-2000:]
+    image = Image.open(shot).convert("RGB")
+    assert image.size == (1000, 2400)
+    pixels = image.resize((250, 600)).getdata()
+    ink = sum(1 for r, g, b in pixels if r + g + b < 600) / len(pixels)
+    colours = len(set(image.getdata()))
+    assert ink > 0.02, "the page is almost blank"
+    assert colours > 50, "no charts or colours rendered"
+
+
+@pytest.mark.parametrize("paper", ["A4", "letter"])
+def test_html_prints_on_a4_and_letter(tmp_path, seed_h100, paper):
+    html = render_html(seed_h100).replace("@page { margin: 14mm; }", f"@page {{ size: {paper}; margin: 14mm; }}")
+    page = tmp_path / "report.html"
+    page.write_text(html, encoding="utf-8")
+    pdf = tmp_path / "report.pdf"
+    proc = _chromium(tmp_path, "--no-pdf-header-footer", f"--print-to-pdf={pdf}", page.as_uri())
+    assert pdf.is_file(), proc.stderr[-2000:]
+    data = pdf.read_bytes()
+    pages = len(re.findall(rb"/Type\s*/Page[^s]", data))
+    assert 2 <= pages <= 6
+    width, height = (595.3, 841.9) if paper == "A4" else (612, 792)
+    box = re.search(rb"/MediaBox\s*\[\s*0\s+0\s+([\d.]+)\s+([\d.]+)", data)
+    assert box and abs(float(box[1]) - width) < 2 and abs(float(box[2]) - height) < 2
