@@ -103,21 +103,24 @@ class Space:
     gpus_per_node: int
     pins: Mapping[str, object]
 
+    def _choices(self, name: str, free) -> list:
+        return [self.pins[name]] if name in self.pins else list(free)
+
+    def _splits(self) -> tuple[list, list, list]:
+        tps = self._choices("tp_size", (t for t in (1, 2, 4, 8, 16)
+                                        if t <= self.gpus_per_node and self.heads % t == 0))
+        pps = self._choices("pp_size", (p for p in range(1, self.layers + 1) if self.layers % p == 0))
+        return tps, pps, self._choices("micro_batch_size", MICRO_BATCHES)
+
     def options(self, gpu_count: int):
-        pins = self.pins
-        tps = [pins["tp_size"]] if "tp_size" in pins else [
-            t for t in (1, 2, 4, 8, 16) if t <= self.gpus_per_node and self.heads % t == 0]
-        pps = [pins["pp_size"]] if "pp_size" in pins else [
-            p for p in range(1, self.layers + 1) if self.layers % p == 0]
-        mbs = [pins["micro_batch_size"]] if "micro_batch_size" in pins else MICRO_BATCHES
-        zeros = [pins["zero_stage"]] if "zero_stage" in pins else ZERO_STAGES
-        rcs = [pins["recompute"]] if "recompute" in pins else RECOMPUTE
+        tps, pps, mbs = self._splits()
+        zeros = self._choices("zero_stage", ZERO_STAGES)
+        rcs = self._choices("recompute", RECOMPUTE)
         for tp, pp in product(tps, pps):
             if gpu_count % (tp * pp):
                 continue
             dp = gpu_count // (tp * pp)
-            sps = ([pins["sequence_parallel"]] if "sequence_parallel" in pins
-                   else (["no", "yes"] if tp > 1 else ["no"]))
+            sps = self._choices("sequence_parallel", ["no", "yes"] if tp > 1 else ["no"])
             for mb in mbs:
                 if self.global_batch % (dp * mb):
                     continue
@@ -127,12 +130,7 @@ class Space:
 
     def split_counts(self, max_gpus: int = MAX_GPUS) -> list[int]:
         """Whole-node GPU counts that admit at least one TP × PP × DP split of the batch."""
-        pins = self.pins
-        tps = [pins["tp_size"]] if "tp_size" in pins else [
-            t for t in (1, 2, 4, 8, 16) if t <= self.gpus_per_node and self.heads % t == 0]
-        pps = [pins["pp_size"]] if "pp_size" in pins else [
-            p for p in range(1, self.layers + 1) if self.layers % p == 0]
-        mbs = [pins["micro_batch_size"]] if "micro_batch_size" in pins else MICRO_BATCHES
+        tps, pps, mbs = self._splits()
         dps = {d for mb in mbs for d in range(1, self.global_batch // int(mb) + 1)
                if self.global_batch % (d * int(mb)) == 0}
         counts = {int(tp * pp * dp) for tp in tps for pp in pps for dp in dps}

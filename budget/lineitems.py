@@ -96,9 +96,8 @@ class Model:
                 out.append(item.name)
         return out
 
-    def dependents(self, inputs: set[str], outputs) -> Callable[[dict, Mapping], dict]:
-        """A compiled function that recomputes, from an already evaluated environment, the
-        items of `outputs` (and their dependencies) that `inputs` affect."""
+    def closure(self, outputs) -> set[str]:
+        """The items `outputs` need, themselves included."""
         needed: set[str] = set()
         stack = list(outputs)
         while stack:
@@ -107,6 +106,12 @@ class Model:
                 continue
             needed.add(name)
             stack.extend(self.items[name].expr.refs())
+        return needed
+
+    def dependents(self, inputs: set[str], outputs) -> Callable[[dict, Mapping], dict]:
+        """A compiled function that recomputes, from an already evaluated environment, the
+        items of `outputs` (and their dependencies) that `inputs` affect."""
+        needed = self.closure(outputs)
         rerun = [n for n in self.affected_by(inputs) if n in needed]
         return compile_items((n, self.items[n].expr) for n in rerun)
 

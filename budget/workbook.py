@@ -169,25 +169,39 @@ class _Writer:
             ws.column_dimensions[get_column_letter(i)].width = w
 
     # --- sheets ----------------------------------------------------------------------
+    def sectioned_rows(self, ws, row: int, entries, write_row) -> int:
+        """One row per entry, with a heading row wherever the section changes."""
+        section = None
+        for entry in entries:
+            if entry.section != section:
+                section = entry.section
+                row += 1
+                ws.cell(row, 1, section).font = SECTION_FONT
+                row += 1
+            write_row(ws, row, entry)
+            row += 1
+        return row
+
+    def input_value(self, cell, value, unit: str, kind: str = "number") -> None:
+        """An input cell: text stays text, numbers get their unit's format, both the input style."""
+        if isinstance(value, str):
+            put_text(cell, value)
+        else:
+            cell.value = value
+        cell.style = "Input"
+        fmt = None if isinstance(value, str) else number_format(unit, kind)
+        if fmt:
+            cell.number_format = fmt
+
     def inputs(self) -> None:
         ws = self.wb["Inputs"]
         self.title(ws, "Inputs: every assumption of the plan",
                    "Blue on yellow cells are inputs: change them and the whole book recomputes. "
                    "Blank optional inputs fall back to the formula named in the note.")
         self.header(ws, 4, ["Assumption", "Value", "Unit", "Source", "Note", "Name in formulas"])
-        row, section = 5, None
-        ranges = []
-        for d in self.model.inputs.values():
-            if d.kind.startswith("range"):
-                ranges.append(d)
-                continue
-            if d.section != section:
-                section = d.section
-                row += 1
-                ws.cell(row, 1, section).font = SECTION_FONT
-                row += 1
-            self.input_row(ws, row, d)
-            row += 1
+        singles = [d for d in self.model.inputs.values() if not d.kind.startswith("range")]
+        ranges = [d for d in self.model.inputs.values() if d.kind.startswith("range")]
+        row = self.sectioned_rows(ws, 5, singles, self.input_row)
         row = self.range_table(ws, row + 1, ranges)
         self.candidate_inputs(ws, row + 2)
         self.widths(ws, [46, 20, 22, 60, 50, 26])
@@ -198,14 +212,7 @@ class _Writer:
         iv = self.plan.inputs[d.name]
         put_text(ws.cell(row, 1), d.label)
         cell = ws.cell(row, 2)
-        if isinstance(iv.value, str):
-            put_text(cell, iv.value)
-        else:
-            cell.value = iv.value
-        cell.style = "Input"
-        fmt = number_format(d.unit, d.kind)
-        if fmt:
-            cell.number_format = fmt
+        self.input_value(cell, iv.value, d.unit, d.kind)
         if self.unit_text(d.unit):
             put_text(ws.cell(row, 3), self.unit_text(d.unit))
         put_text(ws.cell(row, 4), iv.source)
@@ -254,15 +261,7 @@ class _Writer:
         values = [self.plan.inputs[d.name].value for d in defs]
         for r, line in enumerate(zip(*values)):
             for c, (d, v) in enumerate(zip(defs, line), 1):
-                cell = ws.cell(first + r, c)
-                if isinstance(v, str):
-                    put_text(cell, v)
-                else:
-                    cell.value = v
-                    cell.number_format = number_format(d.unit, d.kind) or "General"
-                cell.style = "Input"
-                if not isinstance(v, str):
-                    cell.number_format = number_format(d.unit) or "General"
+                self.input_value(ws.cell(first + r, c), v, d.unit)
             put_text(ws.cell(first + r, len(defs) + 1), self.plan.inputs[defs[0].name].source)
         last = first + len(values[0]) - 1
         for c, d in enumerate(defs, 1):
@@ -284,13 +283,8 @@ class _Writer:
             put_text(ws.cell(r, 1), _candidate_label(layout, n))
             cells = {}
             for c, (name, _, kind) in enumerate(LAYOUT_COLUMNS, 2):
-                value = cand.layout.as_inputs()[name]
                 cell = ws.cell(r, c)
-                if isinstance(value, str):
-                    put_text(cell, value)
-                else:
-                    cell.value = value
-                cell.style = "Input"
+                self.input_value(cell, cand.layout.as_inputs()[name], self.model.inputs[name].unit)
                 self.validate(ws, cell.coordinate, self.model.inputs[name])
                 cells[name] = f"'Inputs'!${get_column_letter(c)}${r}"
             self.candidate_cells.append(cells)
@@ -309,16 +303,7 @@ class _Writer:
             first = row + 1
             for r, (values, source) in enumerate(zip(data.rows, data.sources)):
                 for c, (col, _, unit) in enumerate(tdef.columns, 1):
-                    cell = ws.cell(first + r, c)
-                    v = values[col]
-                    if isinstance(v, str):
-                        put_text(cell, v)
-                    else:
-                        cell.value = v
-                        cell.number_format = number_format(unit) or "General"
-                    cell.style = "Input"
-                    if not isinstance(v, str):
-                        cell.number_format = number_format(unit) or "General"
+                    self.input_value(ws.cell(first + r, c), values[col], unit)
                 put_text(ws.cell(first + r, len(tdef.columns) + 1), source)
             last = first + len(data.rows) - 1
             for c, (col, _, _) in enumerate(tdef.columns, 1):
@@ -334,15 +319,7 @@ class _Writer:
         self.title(ws, title, subtitle)
         is_checks = title == "Checks"
         self.header(ws, 4, ["Item", "Value", "Unit", "Name", "Fix when not 0" if is_checks else "Note"])
-        row, section = 5, None
-        for item in self.model.sheet_items(title):
-            if item.section != section:
-                section = item.section
-                row += 1
-                ws.cell(row, 1, section).font = SECTION_FONT
-                row += 1
-            self.item_row(ws, row, item)
-            row += 1
+        row = self.sectioned_rows(ws, 5, self.model.sheet_items(title), self.item_row)
         if title == "Parallelism":
             self.candidate_rows(ws, row + 2)
         if title == "Timeline":
@@ -565,16 +542,8 @@ TIMELINE_PHASES = ("data_prep", "validation", "scaling", "training", "evaluation
 def candidate_columns(model) -> tuple[list[str], list[str]]:
     """(layout inputs and key outputs, every other layout-dependent item they need)."""
     layout_inputs = [name for name, _, _ in LAYOUT_COLUMNS]
-    affected = model.affected_by(set(layout_inputs))
-    needed: set[str] = set()
-    stack = list(CANDIDATE_KEYS)
-    while stack:
-        name = stack.pop()
-        if name in needed or name not in model.items:
-            continue
-        needed.add(name)
-        stack.extend(model.items[name].expr.refs())
-    working = [n for n in affected if n in needed and n not in CANDIDATE_KEYS]
+    needed = model.closure(CANDIDATE_KEYS)
+    working = [n for n in model.affected_by(set(layout_inputs)) if n in needed and n not in CANDIDATE_KEYS]
     return layout_inputs + list(CANDIDATE_KEYS), working
 
 
