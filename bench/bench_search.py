@@ -52,7 +52,7 @@ def main() -> int:
              ("deadline 30 days (sizing + search)", scenario(deadline_days=30))]
     for label, data in cases:
         s = parse_scenario(data, "bench.yaml", catalog)
-        wall, plan = timed(lambda: build_plan(s, catalog, "bench"), args.repeat)
+        wall, plan = timed(lambda s=s: build_plan(s, catalog, "bench"), args.repeat)
         n = plan.layout.evaluations
         print(f"{label:42} {plan.gpu_count:>7,} {n:>8,} {wall:>8.3f} {n / wall:>10,.0f}")
         worst = max(worst, wall)

@@ -196,8 +196,6 @@ def _fix(err: dict, loc: list[str], model: type[BaseModel]) -> str:
 
 def _allowed_keys(model: type[BaseModel], loc: list[str]) -> list[str]:
     """The keys a mapping at `loc` may hold, found by walking the pydantic model."""
-    import typing
-
     current: object = model
     for part in loc:
         if part.isdigit():

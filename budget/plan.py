@@ -265,7 +265,7 @@ class _SourceNamer:
         return InputValue(value, source, note)
 
     def ensure_sources_used(self) -> None:
-        from .errors import Problem as _Problem, ScenarioError, Problem
+        from .errors import ScenarioError, Problem
         valid = self.used | {"model.preset", "hardware.effective_tflops", "hardware.mfu",
                              "hardware.baseline_mfu", "storage.checkpoints_kept",
                              "hardware.peak_tflops", "staffing", "storage.dataset_gb",

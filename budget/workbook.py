@@ -282,7 +282,7 @@ class _Writer:
             r = row + 2 + n
             put_text(ws.cell(r, 1), _candidate_label(layout, n))
             cells = {}
-            for c, (name, _, kind) in enumerate(LAYOUT_COLUMNS, 2):
+            for c, (name, _, _) in enumerate(LAYOUT_COLUMNS, 2):
                 cell = ws.cell(r, c)
                 self.input_value(cell, cand.layout.as_inputs()[name], self.model.inputs[name].unit)
                 self.validate(ws, cell.coordinate, self.model.inputs[name])

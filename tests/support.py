@@ -12,7 +12,7 @@ import yaml
 
 from budget.catalog import Catalog
 from budget.plan import Plan, build_plan
-from budget.scenario import Scenario, load_scenario, parse_scenario
+from budget.scenario import parse_scenario
 
 ROOT = Path(__file__).resolve().parent.parent
 SCENARIOS = ROOT / "scenarios"

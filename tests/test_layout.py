@@ -7,8 +7,6 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from budget.errors import ScenarioError
-from budget.plan import build_plan
-from budget.scenario import parse_scenario
 from support import SEED_H100, plan_of, raw, seed_plan, with_changes
 
 UNPINNED = {"parallelism": {}, "sources": {}}
@@ -180,7 +178,7 @@ def test_search_returns_only_fitting_layouts_that_multiply_out(catalog, nodes, t
     except ScenarioError as err:
         assert err.problems[0].message.startswith(("no layout", "tp "))
         return
-    for cand, values in zip(plan.layout.candidates, plan.candidate_values):
+    for values in plan.candidate_values:
         assert values["tp_size"] * values["pp_size"] * values["dp_size"] == nodes * 8
     for cand in plan.layout.search.ranked:
         assert cand.fits

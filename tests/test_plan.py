@@ -6,6 +6,8 @@ test says which figure is right and why.
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -149,7 +151,7 @@ def test_every_input_has_a_source(seed_h100):
 
 
 def test_plan_is_frozen(seed_h100):
-    with pytest.raises(Exception):
+    with pytest.raises(dataclasses.FrozenInstanceError):
         seed_h100.scenario_id = "x"
     with pytest.raises(TypeError):
         seed_h100.values["gpu_hours"] = 1
