@@ -156,6 +156,11 @@ def resolve_inputs(s: Scenario, catalog: Catalog, scenario_file: str = "scenario
         if getattr(s.model, field_name, None) is not None or (
                 field_name == "global_batch_sequences" and s.data.global_batch_sequences):
             return user(yaml_path, float(shape[field_name]))
+        if field_name in shape.get("derived", ()):
+            return InputValue(float(shape[field_name]),
+                              "assumed from the parameter count: GPT-3's aspect ratio (hidden = 128 "
+                              "× layers, 128-wide heads), 4,096-token sequences, 32,000-token vocabulary",
+                              "set the model's shape in the scenario to replace it")
         if shape.get("params_from_shape") and field_name == "params":
             return InputValue(float(shape["params"]), "computed from the shape: 12·L·h² + (V + s)·h")
         if shape.get("batch_defaulted") and field_name == "global_batch_sequences":

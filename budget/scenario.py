@@ -260,11 +260,14 @@ def resolved_shape(s: Scenario, catalog: Catalog | None) -> dict | None:
     if s.data.global_batch_sequences is not None:
         shape["global_batch_sequences"] = s.data.global_batch_sequences
     missing = [f for f in SHAPE_FIELDS[1:] if f not in shape]
-    if missing:
+    if missing and "params" in shape:
+        shape.update({f: v for f, v in shape_from_params(shape["params"]).items() if f in missing})
+        shape["derived"] = set(missing)
+    elif missing:
         raise rule_error(f"the model shape is incomplete: {', '.join(missing)} not given",
-                         "set model.preset to a catalog model, or give all of layers, "
-                         "hidden_size, attention_heads, seq_len and vocab_size",
-                         "model." + missing[0])
+                         "set model.preset to a catalog model, give model.params (the shape is then "
+                         "assumed), or give all of layers, hidden_size, attention_heads, seq_len and "
+                         "vocab_size", "model." + missing[0])
     if "params" not in shape:
         L, h, V, s_ = shape["layers"], shape["hidden_size"], shape["vocab_size"], shape["seq_len"]
         shape["params"] = float(12 * L * h * h + (V + s_) * h)  # Kaplan et al. 2020, eq. 2.1 + embeddings
@@ -279,6 +282,21 @@ def resolved_shape(s: Scenario, catalog: Catalog | None) -> dict | None:
                          "check the model shape; heads must split the hidden size evenly",
                          "model.attention_heads")
     return shape
+
+
+HEAD_SIZE = 128
+DEFAULT_SEQ_LEN = 4096
+DEFAULT_VOCAB = 32000
+
+
+def shape_from_params(params: float) -> dict:
+    """A plausible shape for a parameter count alone: GPT-3's aspect ratio, hidden = 128 × layers
+    with 128-wide heads (Brown et al. 2020, Table 2.1), so params ≈ 12·L·h² = 196,608·L³. Layers
+    round to a multiple of 8, so the heads divide by any TP up to 8 (7B gives LLaMA 7B's 32 × 4,096)."""
+    layers = max(8, 8 * round((params / (12 * HEAD_SIZE ** 2)) ** (1 / 3) / 8))
+    hidden = HEAD_SIZE * layers
+    return {"layers": layers, "hidden_size": hidden, "attention_heads": hidden // HEAD_SIZE,
+            "seq_len": DEFAULT_SEQ_LEN, "vocab_size": DEFAULT_VOCAB}
 
 
 def _check_layout(s: Scenario, shape: dict) -> None:

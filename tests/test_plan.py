@@ -193,3 +193,13 @@ def test_more_zero_never_needs_more_memory(catalog, changes):
     per_stage = [seed_plan(catalog, **{**changes, "parallelism.zero_stage": z}).memory_per_gpu_gb
                  for z in range(4)]
     assert per_stage == sorted(per_stage, reverse=True)
+
+
+@pytest.mark.parametrize("params, layers, hidden", [(175e9, 96, 12288), (70e9, 72, 9216), (7e9, 32, 4096)])
+def test_a_parameter_count_alone_gets_an_assumed_shape(catalog, params, layers, hidden):
+    data = with_changes(raw(SEED_H100), {"model": {"params": params}})
+    p = plan_of(data, catalog)
+    assert (p["model_layers"], p["hidden_size"], p["attention_heads"]) == (layers, hidden, hidden / 128)
+    assert p["model_params"] == params
+    assert "assumed from the parameter count" in p.inputs["model_layers"].source
+    assert p.train_flops == pytest.approx(6 * params * 3e12)
