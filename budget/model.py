@@ -519,7 +519,7 @@ def _checks(b: ModelBuilder, i: _Inputs) -> None:
     b.check("check_data_loading", "Storage reads keep up with training",
             r("data_read_gb_per_s") <= i.storage_read_gb_per_s,
             "Raise the storage read bandwidth, shard and prefetch (seed 000 section 5)")
-    b.check("check_meets_deadline", "Training fits the deadline",
+    b.check("check_meets_deadline", "Pure training fits the deadline (failures add to it: Schedule)",
             OR(NOT(ISNUMBER(i.deadline_days)), r("train_days") <= i.deadline_days),
             "Add GPUs (see deadline_gpus on Compute) or move the deadline")
 

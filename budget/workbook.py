@@ -317,13 +317,14 @@ class _Writer:
     def calc_sheet(self, title: str, subtitle: str) -> None:
         ws = self.wb[title]
         self.title(ws, title, subtitle)
+        if title == "Timeline":
+            self.timeline(ws)
+            return
         is_checks = title == "Checks"
         self.header(ws, 4, ["Item", "Value", "Unit", "Name", "Fix when not 0" if is_checks else "Note"])
         row = self.sectioned_rows(ws, 5, self.model.sheet_items(title), self.item_row)
         if title == "Parallelism":
             self.candidate_rows(ws, row + 2)
-        if title == "Timeline":
-            self.gantt(ws, row + 2)
         if title == "Parallelism":   # the candidate table below shares these columns
             self.widths(ws, [52, 16, 14, 28, 44] + [14] * 12)
         else:
@@ -371,16 +372,12 @@ class _Writer:
         wk.freeze_panes = "B5"
         self.page_setup(wk)
 
-    def gantt(self, ws, row: int) -> None:
-        """Phases against week columns; bars are conditional formatting over formula dates."""
-        values = self.plan.values
-        phases = [(k, self.model.items[f"{k}_start"].label.removesuffix(": start"))
-                  for k in TIMELINE_PHASES]
+    def timeline(self, ws) -> None:
+        """One row per phase whose Start and End cells are the named line items, beside a week
+        grid; the bars are conditional formatting over the formula dates of the week columns."""
+        values, head, first_col = self.plan.values, 4, 4
         weeks = int(values["project_days"] // 7) + 2
-        ws.cell(row, 1, "Gantt (one column per week; bars follow the dates above)").font = SECTION_FONT
-        head = row + 1
-        self.header(ws, head, ["Phase", "Start", "End"])
-        first_col = 4
+        self.header(ws, head, ["Phase (seed 002 section 6)", "Start", "End"])
         for w in range(weeks):
             col = first_col + w
             text = "start_date" if w == 0 else f"{get_column_letter(col - 1)}{head}+7"
@@ -390,18 +387,34 @@ class _Writer:
             cell.alignment = Alignment(text_rotation=90, horizontal="center")
             ws.column_dimensions[get_column_letter(col)].width = 3.2
         ws.row_dimensions[head].height = 36
-        last = get_column_letter(first_col + weeks - 1)
-        for n, (key, label) in enumerate(phases):
+        first, last = get_column_letter(first_col), get_column_letter(first_col + weeks - 1)
+        for n, key in enumerate(TIMELINE_PHASES):
             r = head + 1 + n
-            put_text(ws.cell(r, 1), label)
+            put_text(ws.cell(r, 1), self.model.items[f"{key}_start"].label.removesuffix(": start"))
             for c, suffix in ((2, "start"), (3, "end")):
-                self.formula(ws, r, c, f"{key}_{suffix}", values[f"{key}_{suffix}"], DATE_FORMAT)
+                item = self.model.items[f"{key}_{suffix}"]
+                self.formula(ws, r, c, item.expr.excel(), values[item.name], DATE_FORMAT)
+                self.define(item.name, ws, f"${get_column_letter(c)}${r}")
             colour = GANTT_COLOURS[n % len(GANTT_COLOURS)]
-            first = get_column_letter(first_col)
             rule = FormulaRule(formula=[f"AND({first}${head}<$C{r},{first}${head}+7>$B{r})"],
                                fill=PatternFill("solid", start_color=colour, end_color=colour))
             ws.conditional_formatting.add(f"{first}{r}:{last}{r}", rule)
+        row = head + len(TIMELINE_PHASES) + 2
+        ws.cell(row, 1, "Project").font = SECTION_FONT
+        for r, name in enumerate(("project_end", "project_days", "project_weeks"), row + 1):
+            item = self.model.items[name]
+            put_text(ws.cell(r, 1), f"{item.label} ({item.note})" if item.note else item.label)
+            self.formula(ws, r, 2, item.expr.excel(), values[name], number_format(item.unit))
+            if self.unit_text(item.unit) != "date":
+                put_text(ws.cell(r, 3), self.unit_text(item.unit))
+            self.define(name, ws, f"$B${r}")
+        put_text(ws.cell(row + 5, 1), "Each phase starts when the one before ends; the full-training "
+                                      "phase is queue + setup + transfer + training with failures "
+                                      "(Schedule sheet), the others are input durations.")
+        ws.cell(row + 5, 1).font = Font(italic=True, color="595959")
+        self.widths(ws, [48, 12, 12])
         ws.freeze_panes = ws.cell(head + 1, first_col)
+        self.page_setup(ws)
 
     def _column_label(self, name: str) -> str:
         for input_name, label, _ in LAYOUT_COLUMNS:
