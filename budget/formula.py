@@ -25,8 +25,8 @@ BENIGN_CONSTANTS = frozenset({0, 1, 2, 7, 12, 24, 30, 52, 60, 100, 365, 1000, 10
 
 # Functions LibreOffice 7.4 and Excel 2016 both have, without an _xlfn. prefix.
 SUPPORTED_FUNCTIONS = frozenset({
-    "IF", "AND", "OR", "NOT", "MAX", "MIN", "SUM", "ROUNDUP", "ROUNDDOWN", "MOD",
-    "ISNUMBER", "SQRT", "EXP", "LN", "INDEX", "MATCH", "ABS", "SUMPRODUCT",
+    "IF", "AND", "OR", "NOT", "MAX", "MIN", "SUM", "ROUNDUP", "MOD",
+    "ISNUMBER", "SQRT", "EXP", "INDEX", "MATCH", "ABS", "SUMPRODUCT",
 })
 
 # Excel operator precedence, low to high.
@@ -235,12 +235,10 @@ def MAX(*xs) -> Expr: return Call("MAX", tuple(lift(x) for x in xs))
 def MIN(*xs) -> Expr: return Call("MIN", tuple(lift(x) for x in xs))
 def SUM(*xs) -> Expr: return Call("SUM", tuple(lift(x) for x in xs))
 def ROUNDUP(x, digits=0) -> Expr: return Call("ROUNDUP", (lift(x), lift(digits)))
-def ROUNDDOWN(x, digits=0) -> Expr: return Call("ROUNDDOWN", (lift(x), lift(digits)))
 def MOD(a, b) -> Expr: return Call("MOD", (lift(a), lift(b)))
 def ISNUMBER(x) -> Expr: return Call("ISNUMBER", (lift(x),))
 def SQRT(x) -> Expr: return Call("SQRT", (lift(x),))
 def EXP(x) -> Expr: return Call("EXP", (lift(x),))
-def LN(x) -> Expr: return Call("LN", (lift(x),))
 def ABS(x) -> Expr: return Call("ABS", (lift(x),))
 def SUMPRODUCT(*ranges: "Ref") -> Expr: return Call("SUMPRODUCT", tuple(ranges))
 
@@ -286,12 +284,6 @@ def _roundup(x, digits):
     return math.copysign(math.ceil(y) / scale, x) if y else 0.0
 
 
-def _rounddown(x, digits):
-    scale = 10.0 ** int(digits)
-    y = _significant(abs(x) * scale)
-    return math.copysign(math.floor(y) / scale, x) if y else 0.0
-
-
 def _mod(a, b):
     r = a - b * math.floor(_significant(a / b))
     return 0.0 if _approx_equal(r, 0.0) or _approx_equal(r, b) else r
@@ -303,7 +295,6 @@ def _sum(*xs): return float(sum(xs))
 def _isnumber(x): return isinstance(x, (int, float)) and not isinstance(x, bool)
 def _sqrt(x): return math.sqrt(x)
 def _exp(x): return math.exp(x)
-def _ln(x): return math.log(x)
 def _abs(x): return abs(x)
 def _not(x): return not x
 def _sumproduct(*cols): return float(sum(math.prod(row) for row in zip(*cols)))

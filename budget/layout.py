@@ -43,6 +43,12 @@ class Layout:
     recompute: str
     sequence_parallel: str          # "yes" / "no", as the workbook's drop-down holds it
 
+    @classmethod
+    def from_inputs(cls, values: Mapping[str, object]) -> "Layout":
+        """The inverse of as_inputs."""
+        return cls(int(values["tp_size"]), int(values["pp_size"]), int(values["micro_batch_size"]),
+                   int(values["zero_stage"]), str(values["recompute"]), str(values["sequence_parallel"]))
+
     def as_inputs(self) -> dict[str, object]:
         return {"tp_size": float(self.tp), "pp_size": float(self.pp),
                 "micro_batch_size": float(self.micro_batch), "zero_stage": float(self.zero_stage),

@@ -75,9 +75,6 @@ class Model:
     items: dict[str, Item] = field(default_factory=dict)
     tables: dict[str, TableDef] = field(default_factory=dict)
 
-    def __hash__(self):
-        return id(self)
-
     @cached_property
     def _compiled(self) -> Callable[[dict, Mapping], dict]:
         return compile_items((i.name, i.expr) for i in self.items.values())

@@ -7,6 +7,7 @@ source a reviewer will read next to it. `build_plan` evaluates the model over th
 from __future__ import annotations
 
 import datetime as dt
+import difflib
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Mapping
@@ -115,7 +116,7 @@ class Plan:
 
     @property
     def failing_checks(self) -> list[str]:
-        return [c.name for c in build_model().checks() if self.values[c.name] != 0]
+        return [c.name for c in failing(self.values)]
 
 
 def accelerator_table(catalog: Catalog, scenario: Scenario | None = None) -> TableData:
@@ -257,29 +258,39 @@ class _SourceNamer:
     def __init__(self, s: Scenario, scenario_file: str):
         self.s, self.file = s, scenario_file
         self.explicit = _explicit_paths(s)
-        self.used: set[str] = set()
+
+    def source_of(self, path: str) -> str:
+        cited = self.s.sources.get(path)
+        return f"scenario {self.file}: {path}" + (f" ({cited})" if cited else "")
 
     def __call__(self, path: str, value, note: str = "", default: str | None = None) -> InputValue:
-        self.used.add(path)
-        cited = self.s.sources.get(path)
         if default is not None and path not in self.explicit:
             return InputValue(value, default, note)
-        source = f"scenario {self.file}: {path}"
-        if cited:
-            source += f" ({cited})"
-        return InputValue(value, source, note)
+        return InputValue(value, self.source_of(path), note)
 
     def ensure_sources_used(self) -> None:
-        from .errors import ScenarioError, Problem
-        valid = self.used | {"model.preset", "hardware.effective_tflops", "hardware.mfu",
-                             "hardware.baseline_mfu", "storage.checkpoints_kept",
-                             "hardware.peak_tflops", "staffing", "storage.dataset_gb",
-                             "storage.checkpoint_gb"}
-        unknown = sorted(set(self.s.sources) - valid)
+        """`sources` keys must be field paths of the scenario schema: a typo cites nothing."""
+        unknown = sorted(set(self.s.sources) - SCHEMA_PATHS)
         if unknown:
-            raise ScenarioError(self.file, [Problem(
-                f"sources.{unknown[0]}", "cites a field this scenario does not set",
-                f"key sources by a field path such as prices.per_gpu_hour; known: {', '.join(sorted(valid))}")])
+            close = difflib.get_close_matches(unknown[0], sorted(SCHEMA_PATHS), n=1)
+            hint = f"did you mean '{close[0]}'? " if close else ""
+            raise ScenarioError(self.file, [_Problem(
+                f"sources.{unknown[0]}", "cites no field of the scenario",
+                f"{hint}key sources by a field path such as prices.per_gpu_hour")])
+
+
+def _schema_paths() -> frozenset[str]:
+    """Every field path a scenario can set: top-level keys and section.key."""
+    paths = set()
+    for name, info in Scenario.model_fields.items():
+        paths.add(name)
+        section = info.annotation
+        if isinstance(section, type) and hasattr(section, "model_fields"):
+            paths |= {f"{name}.{field}" for field in section.model_fields}
+    return frozenset(paths)
+
+
+SCHEMA_PATHS = _schema_paths()
 
 
 def _explicit_paths(s: Scenario) -> set[str]:
@@ -324,9 +335,9 @@ def _mfu(s: Scenario, acc, catalog: Catalog, user: _SourceNamer) -> InputValue:
     if s.hardware.baseline_mfu is not None:
         return user("hardware.baseline_mfu", float(s.hardware.baseline_mfu))
     if s.hardware.effective_tflops is not None:
-        got = user("hardware.effective_tflops", 0.0)
         return InputValue(s.hardware.effective_tflops / peak,
-                          f"{got.source}: {s.hardware.effective_tflops:g} TFLOPS ÷ peak {peak:g}",
+                          f"{user.source_of('hardware.effective_tflops')}: "
+                          f"{s.hardware.effective_tflops:g} TFLOPS ÷ peak {peak:g}",
                           "kept as a fraction so that another accelerator's peak scales it")
     fig = acc.typical_mfu
     return InputValue(fig.value, f"catalog: {catalog.cite(fig.source)} ({fig.as_of.isoformat()})",
@@ -467,7 +478,7 @@ def size_and_lay_out(s: Scenario, catalog: Catalog, inputs: dict[str, InputValue
     given = s.hardware.gpu_count
 
     if given and len(pins) == len(LAYOUT_SCENARIO_KEYS):
-        pinned = evaluate(Layout(*(_pin(pins, k) for k in LAYOUT_SCENARIO_KEYS)), given)
+        pinned = evaluate(Layout.from_inputs(pins), given)
         fit = "fits" if pinned.fits else "does NOT fit"
         text = (f"Layout pinned by the scenario: {pinned.layout.describe(pinned.values['dp_size'])}; "
                 f"it {fit} ({pinned.values['memory_per_gpu_gb']:.1f} of "
@@ -501,11 +512,6 @@ def size_and_lay_out(s: Scenario, catalog: Catalog, inputs: dict[str, InputValue
         layout_inputs["gpu_count"] = InputValue(float(result.gpu_count), count_source)
     return LayoutChoice(mode, result, result.ranked + result.rejected, layout_inputs,
                         result.explanation, evaluate.calls)
-
-
-def _pin(pins: Mapping, name: str):
-    value = pins[name]
-    return value if isinstance(value, str) else int(value)
 
 
 def _ideal_gpus(base: Mapping, deadline_days: float) -> int:
@@ -543,6 +549,10 @@ def _evaluate(model, inputs: dict, lookups: Mapping, file: str) -> dict:
         raise
 
 
+def failing(values: Mapping[str, object]) -> list:
+    """The checks that are not 0."""
+    return [c for c in build_model().checks() if values[c.name] != 0]
+
+
 def _warnings(values: Mapping[str, object]) -> list[str]:
-    model = build_model()
-    return [f"check failing: {c.label}. {c.fix}" for c in model.checks() if values[c.name] != 0]
+    return [f"check failing: {c.label}. {c.fix}" for c in failing(values)]

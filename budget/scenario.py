@@ -16,7 +16,8 @@ from pydantic import (BaseModel, BeforeValidator, ConfigDict, Field, ValidationE
                       ValidationInfo, field_validator, model_validator)
 
 from .catalog import Catalog
-from .errors import ScenarioError, load_yaml, problems_from_validation, rule_error, suggest
+from .errors import (Problem, ScenarioError, load_yaml, problems_from_validation, rule_error,
+                     suggest)
 
 _SUFFIX = {"k": 1e3, "m": 1e6, "b": 1e9, "g": 1e9, "t": 1e12}
 _COUNT = re.compile(r"^\s*([+-]?[0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?)\s*([kKmMbBgGtT]?)\s*$")
@@ -321,16 +322,12 @@ def _check_layout(s: Scenario, shape: dict) -> None:
 
 def parse_scenario(data: object, path: str | Path, catalog: Catalog) -> Scenario:
     if data is None:
-        raise ScenarioError(path, [problems_from_validation_empty()])
+        raise ScenarioError(path, [Problem("", "the file is empty",
+                                           "write a scenario; see scenarios/gpt3-175b-h100.yaml")])
     try:
         return Scenario.model_validate(data, context={"catalog": catalog})
     except ValidationError as exc:
         raise ScenarioError(path, problems_from_validation(exc, Scenario)) from None
-
-
-def problems_from_validation_empty():
-    from .errors import Problem
-    return Problem("", "the file is empty", "write a scenario; see scenarios/gpt3-175b-h100.yaml")
 
 
 def load_scenario(path: str | Path, catalog: Catalog) -> Scenario:
