@@ -4,22 +4,22 @@
     trainbudget A.yaml B.yaml -o DIR build scenarios into DIR
 
 Everything is validated and rendered in memory first; files are written only when every
-scenario is good, each through a temporary file and a rename, so bad input never leaves a
-half-written output behind.
+scenario is good, as one set by budget/output.py (staged, locked, recorded in a manifest, and
+never over a file a reviewer changed unless --force), so bad input never leaves a half-written
+output behind.
 """
 
 from __future__ import annotations
 
 import argparse
-import os
+import signal
 import sys
-import tempfile
-from dataclasses import dataclass
 from pathlib import Path
 
 from . import __version__
 from .catalog import data_dir, load_catalog
 from .errors import InputError, Problem, ScenarioError
+from .output import Interrupted, Output, OutputError, write_outputs
 from .plan import Plan, build_plan
 from .scenario import load_scenario
 from .report import render_html, render_markdown
@@ -27,12 +27,6 @@ from .workbook import write_workbook
 
 EXIT_OK, EXIT_FAILURE, EXIT_BAD_INPUT = 0, 1, 2
 BUNDLED_EXAMPLE = "gpt3-175b-h100.yaml"
-
-
-@dataclass
-class Output:
-    path: Path
-    data: bytes
 
 
 def parser() -> argparse.ArgumentParser:
@@ -46,6 +40,10 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("-o", "--output-dir", type=Path, default=Path("out"), metavar="DIR",
                    help="where to write the outputs (default: out)")
     p.add_argument("-q", "--quiet", action="store_true", help="print only errors and warnings")
+    p.add_argument("-f", "--force", action="store_true",
+                   help="overwrite outputs that were changed since trainbudget wrote them, or "
+                        "that it did not write (without it such files are left alone and the "
+                        "run exits 2)")
     p.add_argument("--version", action="version", version=f"trainbudget {__version__}")
     return p
 
@@ -61,33 +59,6 @@ def render(plan: Plan) -> list[Output]:
 def plan_file(path: Path, catalog) -> Plan:
     scenario = load_scenario(path, catalog)
     return build_plan(scenario, catalog, scenario_id=path.stem, scenario_file=path.name)
-
-
-def _file_mode() -> int:
-    """The mode a plain open() would give: 0o666 less the process umask (mkstemp uses 0o600)."""
-    umask = os.umask(0)
-    os.umask(umask)
-    return 0o666 & ~umask
-
-
-def write_atomically(outdir: Path, outputs: list[Output]) -> list[Path]:
-    outdir.mkdir(parents=True, exist_ok=True)
-    staged = []
-    mode = _file_mode()
-    try:
-        for out in outputs:
-            fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=out.path.suffix, dir=outdir)
-            with os.fdopen(fd, "wb") as fh:
-                fh.write(out.data)
-            os.chmod(tmp, mode)
-            staged.append((Path(tmp), outdir / out.path))
-    except BaseException:
-        for tmp, _ in staged:
-            tmp.unlink(missing_ok=True)
-        raise
-    for tmp, final in staged:
-        os.replace(tmp, final)
-    return [final for _, final in staged]
 
 
 def _print_error(err: InputError) -> None:
@@ -115,11 +86,25 @@ def main(argv: list[str] | None = None) -> int:
         _print_error(err)
         return EXIT_BAD_INPUT
     try:
-        written = write_atomically(args.output_dir, outputs)
-    except OSError as err:
-        print(f"error: cannot write to {args.output_dir}: {err.strerror or err}", file=sys.stderr)
-        print("  fix: choose a writable output directory with -o DIR", file=sys.stderr)
-        return EXIT_FAILURE
+        result = write_outputs(args.output_dir, outputs, force=args.force, version=__version__)
+    except OutputError as err:
+        for one in err.each():
+            _print_error(one)
+        return EXIT_BAD_INPUT
+    except Interrupted as stop:
+        name = signal.Signals(stop.signum).name
+        if stop.written:
+            print(f"warning: {args.output_dir}: {name} received; the outputs were written "
+                  "completely first", file=sys.stderr)
+        else:
+            print(f"error: {args.output_dir}: interrupted by {name}; nothing was written",
+                  file=sys.stderr)
+            print("  fix: run the command again", file=sys.stderr)
+        return 128 + stop.signum
+    for path in result.overwritten:
+        print(f"warning: {path}: overwritten (--force); it differed from what trainbudget wrote",
+              file=sys.stderr)
+    written = result.paths
     for plan in plans:
         for warning in plan.warnings:
             print(f"warning: {plan.scenario_id}: {warning}", file=sys.stderr)
