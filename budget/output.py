@@ -28,7 +28,8 @@ disk, keeping a record only for files whose digest matches the old or the new re
 SIGTERM and SIGINT are handled only while writing (the previous handlers are restored after):
 while staging, the staged files are removed and `Interrupted` is raised; once the journal is
 written, the signal is held until the set and its manifest are complete, then `Interrupted` is
-raised. Any Python exception while staging removes the staged files too.
+raised. Any Python exception while staging removes the staged files too. An error once moves
+have begun (a failing rename) keeps the journal and the staged files, so the next run can finish.
 
 Test-only hooks (environment variables, for tests that must kill a real process mid-write):
 `TRAINBUDGET_TEST_PAUSE_WHILE_STAGING=1` sleeps after the first file is staged, and
