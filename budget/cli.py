@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import signal
 import sys
+import unicodedata
 from pathlib import Path
 
 from . import __version__
@@ -21,7 +22,7 @@ from .catalog import data_dir, load_catalog
 from .errors import InputError, Problem, ScenarioError
 from .output import Interrupted, Output, OutputError, write_outputs
 from .plan import Plan, build_plan
-from .scenario import load_scenario
+from .scenario import character_problem, load_scenario
 from .report import render_html, render_markdown
 from .workbook import write_workbook
 
@@ -57,15 +58,32 @@ def render(plan: Plan) -> list[Output]:
 
 
 def plan_file(path: Path, catalog) -> Plan:
+    name_problem = character_problem(path.name)
+    if name_problem:   # the file name reaches the workbook and the reports
+        raise ScenarioError(path, [Problem("", f"the file name {name_problem[0]}",
+                                           "rename the file: " + name_problem[1])])
     scenario = load_scenario(path, catalog)
-    return build_plan(scenario, catalog, scenario_id=path.stem, scenario_file=path.name)
+    try:
+        # The outputs cite the bare file name (the same bytes from any folder); messages name
+        # the file as given, as the schema's do.
+        return build_plan(scenario, catalog, scenario_id=path.stem, scenario_file=path.name)
+    except InputError as err:
+        raise type(err)(path, err.problems) from None
+
+
+def terminal_safe(text: object) -> str:
+    """Text for a terminal: control characters, line and paragraph separators, format and
+    unassigned characters and lone surrogates shown as escapes (\\x1b, \\u2028), never raw."""
+    return "".join(ch.encode("unicode_escape").decode("ascii")
+                   if unicodedata.category(ch) in {"Cc", "Cf", "Cs", "Cn", "Zl", "Zp"} else ch
+                   for ch in str(text))
 
 
 def _print_error(err: InputError) -> None:
     for problem in err.problems:
         where = f"{err.file}: {problem.path}: " if problem.path else f"{err.file}: "
-        print(f"error: {where}{problem.message}", file=sys.stderr)
-        print(f"  fix: {problem.fix}", file=sys.stderr)
+        print(terminal_safe(f"error: {where}{problem.message}"), file=sys.stderr)
+        print(terminal_safe(f"  fix: {problem.fix}"), file=sys.stderr)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -68,14 +68,44 @@ def rule_error(message: str, fix: str, field: str | None = None) -> PydanticCust
 
 # --- YAML -------------------------------------------------------------------------------
 
+MAX_YAML_BYTES = 1_000_000      # a scenario is a few kilobytes; a catalog, a few tens
+MAX_YAML_DEPTH = 50             # a scenario nests three levels; PyYAML composes recursively
+
+
+class _TooDeep(yaml.composer.ComposerError):
+    pass
+
+
 class _StrictLoader(yaml.SafeLoader):
-    """SafeLoader that refuses duplicate keys, which plain YAML silently lets the last win."""
+    """SafeLoader that refuses duplicate keys, which plain YAML silently lets the last win, and
+    documents nested deeper than MAX_YAML_DEPTH, which would exhaust Python's recursion."""
+
+    def __init__(self, stream):
+        super().__init__(stream)
+        self._depth = 0
+
+    def compose_node(self, parent, index):
+        event = self.peek_event()
+        nested = isinstance(event, (yaml.MappingStartEvent, yaml.SequenceStartEvent))
+        if nested and self._depth >= MAX_YAML_DEPTH:
+            raise _TooDeep(None, None, f"nested more than {MAX_YAML_DEPTH} levels deep",
+                           event.start_mark)
+        self._depth += nested
+        try:
+            return super().compose_node(parent, index)
+        finally:
+            self._depth -= nested
 
 
 def _mapping_no_duplicates(loader: _StrictLoader, node: yaml.MappingNode, deep=False):
     seen: dict = {}
     for key_node, _ in node.value:
         key = loader.construct_object(key_node, deep=deep)
+        try:
+            hash(key)
+        except TypeError:
+            raise yaml.constructor.ConstructorError(
+                None, None, "a key is a list or mapping, not a name", key_node.start_mark) from None
         if key in seen:
             mark = key_node.start_mark
             raise yaml.constructor.ConstructorError(
@@ -84,12 +114,34 @@ def _mapping_no_duplicates(loader: _StrictLoader, node: yaml.MappingNode, deep=F
     return loader.construct_mapping(node, deep=deep)
 
 
+def _marked(construct):
+    """A scalar constructor whose ValueError (a 30 February, a 5,000-digit integer) names its line."""
+    def wrapped(loader, node):
+        try:
+            return construct(loader, node)
+        except (ValueError, OverflowError) as exc:
+            raise yaml.constructor.ConstructorError(
+                None, None, f"cannot read {str(node.value)[:40]!r} ({str(exc)[:80]})",
+                node.start_mark) from None
+    return wrapped
+
+
 _StrictLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _mapping_no_duplicates)
+for _tag, _construct in (("int", yaml.constructor.SafeConstructor.construct_yaml_int),
+                         ("float", yaml.constructor.SafeConstructor.construct_yaml_float),
+                         ("timestamp", yaml.constructor.SafeConstructor.construct_yaml_timestamp)):
+    _StrictLoader.add_constructor(f"tag:yaml.org,2002:{_tag}", _marked(_construct))
 
 
 def load_yaml(path: Path, error: type[InputError]) -> object:
     try:
-        text = Path(path).read_text(encoding="utf-8")
+        with open(path, "rb") as fh:
+            raw = fh.read(MAX_YAML_BYTES + 1)
+        if len(raw) > MAX_YAML_BYTES:
+            raise error(path, [Problem("", f"the file is over {MAX_YAML_BYTES:,} bytes, too large "
+                                           "for a scenario", "check that this is the right file; "
+                                           "a scenario is a few kilobytes")])
+        text = raw.decode("utf-8").replace("\r\n", "\n").replace("\r", "\n")
     except FileNotFoundError:
         raise error(path, [Problem("", "file not found", "check the path")]) from None
     except UnicodeDecodeError as exc:
@@ -100,6 +152,11 @@ def load_yaml(path: Path, error: type[InputError]) -> object:
                                    "check the path and its permissions")]) from None
     try:
         return yaml.load(text, Loader=_StrictLoader)
+    except _TooDeep as exc:
+        mark = exc.problem_mark
+        raise error(path, [Problem(f"line {mark.line + 1}, column {mark.column + 1}", exc.problem,
+                                   "a scenario nests a few levels at most; check the brackets "
+                                   "and the indentation")]) from None
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         where = f"line {mark.line + 1}, column {mark.column + 1}" if mark else ""
@@ -108,11 +165,21 @@ def load_yaml(path: Path, error: type[InputError]) -> object:
         if exc.context and start and mark and start.line != mark.line:
             what += f" ({exc.context} at line {start.line + 1}, column {start.column + 1})"
         fix = ("give each key once" if "duplicate key" in str(what)
+               else "write a real date (YYYY-MM-DD) or an ordinary number, or quote the value"
+               if "cannot read" in str(what)
+               else "write each key as a plain name" if "not a name" in str(what)
                else "check the indentation and quoting on that line; text containing ': ' or "
                     "starting with a special character needs quotes")
         raise error(path, [Problem(where, f"this is not valid YAML: {what}", fix)]) from None
+    except yaml.reader.ReaderError as exc:
+        before = text[:exc.position] if isinstance(exc.position, int) else ""
+        where = f"line {before.count(chr(10)) + 1}, column {len(before) - before.rfind(chr(10))}"
+        raise error(path, [Problem(where, f"this is not valid YAML: character "
+                                          f"U+{exc.character if isinstance(exc.character, int) else 0:04X} "
+                                          "is not allowed in YAML",
+                                   "remove it, or write it as an escape inside double quotes")]) from None
     except yaml.YAMLError as exc:
-        raise error(path, [Problem("", f"this is not valid YAML: {exc}",
+        raise error(path, [Problem("", f"this is not valid YAML: {' '.join(str(exc).split())}",
                                    "check the file's YAML syntax")]) from None
 
 
@@ -135,7 +202,8 @@ def _dotted(loc: list[str]) -> str:
     for part in loc:
         if part.isdigit():
             out += f"[{part}]"
-        elif part.startswith("function-") or part in {"literal", "str", "int", "float", "bool"}:
+        elif part.startswith("function-") or part in {"literal", "str", "int", "float", "bool",
+                                                      "[key]"}:
             continue  # pydantic's union-branch tags, noise to a planner
         else:
             out += ("." if out else "") + part
@@ -174,7 +242,7 @@ def _fix(err: dict, loc: list[str], model: type[BaseModel]) -> str:
         bound = ctx.get("gt", ctx.get("ge", ctx.get("lt", ctx.get("le"))))
         words = {"greater_than": "greater than", "greater_than_equal": "at least",
                  "less_than": "less than", "less_than_equal": "at most"}[kind]
-        return f"set {field} to a number {words} {bound}"
+        return f"set {field} to a number {words} {_bound(bound)}"
     if kind in {"int_type", "int_parsing", "int_from_float"}:
         return f"set {field} to a whole number"
     if kind in {"float_type", "float_parsing", "finite_number"}:
@@ -192,6 +260,13 @@ def _fix(err: dict, loc: list[str], model: type[BaseModel]) -> str:
     if kind in {"string_type", "string_too_long", "string_too_short", "string_pattern_mismatch"}:
         return f"set {field} to suitable text ({err['msg'].lower()})"
     return f"correct {field}"
+
+
+def _bound(value) -> str:
+    """1000000.0 -> 1000000, 1e+16 -> 1e16: bounds as a planner would write them."""
+    if isinstance(value, float) and value.is_integer() and abs(value) < 1e9:
+        return str(int(value))
+    return f"{value:g}".replace("e+", "e") if isinstance(value, float) else str(value)
 
 
 def _allowed_keys(model: type[BaseModel], loc: list[str]) -> list[str]:

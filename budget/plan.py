@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import datetime as dt
 import difflib
+import math
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Mapping
@@ -442,6 +443,7 @@ def build_plan(s: Scenario, catalog: Catalog, scenario_id: str = "scenario",
         MappingProxyType(model.evaluate({**{k: iv.value for k, iv in inputs.items()},
                                          **c.layout.as_inputs()}, lookups))
         for c in layout.candidates)
+    _check_displayable(model, s, values, candidates, file)
     return Plan(s, scenario_id, MappingProxyType(inputs), MappingProxyType(values),
                 MappingProxyType(tables), tuple(_warnings(values)), layout, candidates)
 
@@ -547,6 +549,32 @@ def _evaluate(model, inputs: dict, lookups: Mapping, file: str) -> dict:
                     item.name, f"'{item.label}' divides by zero with these inputs",
                     "check the inputs it uses for zeros: " + ", ".join(sorted(item.expr.refs())))]) from None
         raise
+
+
+MAX_PROJECT_DAYS = 109_575  # 300 years: dates stay displayable, the weekly Timeline grid fits a sheet
+
+
+def _check_displayable(model, s: Scenario, values: Mapping, candidates, file: str) -> None:
+    """Every figure the workbook shows is a finite number, and the project ends within a
+    century: the schema's bounds keep each input plausible, this keeps their combination so."""
+    for table in (values, *candidates):
+        for name, value in table.items():
+            if isinstance(value, float) and not math.isfinite(value):
+                item = model.items.get(name)
+                label = item.label if item is not None else name
+                refs = ", ".join(sorted(item.expr.refs())) if item is not None else name
+                raise ScenarioError(file, [_Problem(
+                    name, f"'{label}' is not a finite number with these inputs",
+                    f"check the inputs it uses for extreme values: {refs}")])
+    days = values["project_days"]
+    if days > MAX_PROJECT_DAYS:
+        training = values["training_end"] - values["training_start"]
+        where, fix = (("data.train_tokens", "train on fewer tokens, or use more or faster GPUs "
+                       "(hardware.gpu_count, hardware.effective_tflops)") if training > days / 2
+                      else ("schedule", "shorten the phases under schedule"))
+        raise ScenarioError(file, [_Problem(
+            where, f"the project would take {days / 365.25:,.0f} years, over the "
+                   f"{MAX_PROJECT_DAYS / 365.25:.0f} a workbook can show", fix)])
 
 
 def failing(values: Mapping[str, object]) -> list:

@@ -10,6 +10,7 @@ StrictUndefined, so a missing value is an error, not a blank.
 from __future__ import annotations
 
 import datetime as dt
+import re
 from dataclasses import dataclass
 
 import jinja2
@@ -177,12 +178,29 @@ def _cost_chart(plan: Plan) -> dict:
 
 
 _MD_SPECIAL = str.maketrans({"&": "&amp;", "<": "&lt;", ">": "&gt;",
-                             **{c: "\\" + c for c in "\\`*_[]|#"}})
+                             **{c: "\\" + c for c in "\\`*_[]|#~"}})
+# Every character Python or CommonMark takes as a line break, and tabs, become one space.
+_MD_BREAKS = re.compile("[\t\n\v\f\r\x1c-\x1e\x85\u2028\u2029]+")
+# What opens a block when it starts a line: a list item (-, +, 1. or 1)), a setext or
+# thematic-break line (=, -), a block quote (> is an entity by then) or a heading (# escaped).
+_MD_LEADING = re.compile(r"^([-+=]|[0-9]+(?=[.)](?: |$)))")
 
 
 def md_escape(text: str) -> str:
-    """Scenario text in Markdown: no markup, no raw HTML (entities), no table breaks."""
-    return str(text).translate(_MD_SPECIAL).replace("\n", " ")
+    """Scenario text in Markdown: one line of inline text. No markup (escaped), no raw HTML
+    (entities), no table breaks, and no structure: line breaks and tabs become spaces and
+    leading blanks go (no indented code), so fences, lists, headings and quotes cannot start."""
+    one_line = _MD_BREAKS.sub(" ", str(text)).lstrip(" \u00a0\u3000")
+    escaped = one_line.translate(_MD_SPECIAL)
+    return _MD_LEADING.sub(lambda m: m.group(1) + "\\" if m.group(1)[0].isdigit()
+                           else "\\" + m.group(1), escaped, count=1).replace(
+                               "%%", "%\\%")
+
+
+def mermaid_text(text: str) -> str:
+    """A Mermaid task or section name: one line with nothing Mermaid reads as syntax (the
+    colon ends a name, %% starts a directive or comment, # and ; start entities and statements)."""
+    return " ".join(re.sub(r"[:;#%{}<>`~\\\[\]|]", " ", str(text)).split())
 
 
 def environment() -> jinja2.Environment:
@@ -192,6 +210,7 @@ def environment() -> jinja2.Environment:
         undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True,
         keep_trailing_newline=True)
     env.filters["md"] = md_escape
+    env.filters["mermaid"] = mermaid_text
     return env
 
 

@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import datetime as dt
 import re
+import unicodedata
 from pathlib import Path
 from typing import Annotated, Literal, Union
 
-from pydantic import (BaseModel, BeforeValidator, ConfigDict, Field, ValidationError,
+from pydantic import (AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, ValidationError,
                       ValidationInfo, field_validator, model_validator)
 
 from .catalog import Catalog
@@ -23,8 +24,17 @@ _SUFFIX = {"k": 1e3, "m": 1e6, "b": 1e9, "g": 1e9, "t": 1e12}
 _COUNT = re.compile(r"^\s*([+-]?[0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?)\s*([kKmMbBgGtT]?)\s*$")
 
 
+def _not_bool(value):
+    """YAML's true/false are not numbers (pydantic's lax mode would take true as 1)."""
+    if isinstance(value, bool):
+        raise rule_error(f"should be a number, not {str(value).lower()}",
+                         "write a number, without quotes, instead of true or false")
+    return value
+
+
 def _parse_count(value):
     """175e9, '175e9', '175B', '3T', '1.5M' -> float. Other types pass through to pydantic."""
+    value = _not_bool(value)
     if isinstance(value, str):
         match = _COUNT.match(value.replace("_", "").replace(",", ""))
         if not match:
@@ -34,23 +44,112 @@ def _parse_count(value):
     return value
 
 
-Count = Annotated[float, BeforeValidator(_parse_count), Field(gt=0, allow_inf_nan=False)]
-PositiveFloat = Annotated[float, Field(gt=0, allow_inf_nan=False)]
-NonNegativeFloat = Annotated[float, Field(ge=0, allow_inf_nan=False)]
-Fraction = Annotated[float, Field(gt=0, le=1, allow_inf_nan=False)]
-PositiveInt = Annotated[int, Field(gt=0, strict=False)]
+# Bounds are typo guards, not policy: generous ranges inside which every figure the model
+# derives stays finite and every date displayable (the plan checks the project's length).
+def _count(ge: float, le: float):
+    return Annotated[float, BeforeValidator(_parse_count), Field(ge=ge, le=le, allow_inf_nan=False)]
+
+
+def _number(*, ge: float | None = None, gt: float | None = None, le: float | None = None,
+            lt: float | None = None):
+    return Annotated[float, BeforeValidator(_not_bool),
+                     Field(ge=ge, gt=gt, le=le, lt=lt, allow_inf_nan=False)]
+
+
+def _whole(*, le: int, ge: int | None = None, gt: int | None = None):
+    return Annotated[int, BeforeValidator(_not_bool), Field(ge=ge, gt=gt, le=le)]
+
+
+Params = _count(1e6, 1e15)                       # a million to a quadrillion parameters
+Tokens = _count(1e6, 1e16)
+Tflops = _number(ge=0.001, le=1e6)               # per accelerator
+Fraction = _number(ge=0.001, le=1)
+Money = _number(ge=0, le=1e9)                    # a price per unit, in any currency
+Days = _number(ge=0, le=1826)                    # one schedule segment: up to five years
+Weeks = _number(ge=0, le=261)                    # one project phase: up to five years
+Months = _number(ge=0.01, le=1200)
+Gigabytes = _number(ge=0, le=1e12)
+Bandwidth = _number(ge=0.001, le=1e9)            # GB/s or Gbit/s
+Minutes = _number(ge=0, le=525_960)              # a year
+PositiveInt = _whole(gt=0, le=2 ** 24)           # shapes, batch, layout: up to 16,777,216
+GpuCount = _whole(gt=0, le=10_000_000)
+Headcount = _number(ge=0.01, le=1e6)
+# Generic names kept for other sections: finite, and neither tiny nor astronomically large.
+Count = _count(1, 1e16)
+PositiveFloat = _number(ge=1e-6, le=1e12)
+NonNegativeFloat = _number(ge=0, le=1e12)
+EARLIEST_START, LATEST_START = dt.date(1990, 1, 1), dt.date(2200, 12, 31)
+
+
+def _plausible_date(value: dt.date) -> dt.date:
+    if not EARLIEST_START <= value <= LATEST_START:
+        raise rule_error(f"{value.isoformat()} is outside {EARLIEST_START.isoformat()} to "
+                         f"{LATEST_START.isoformat()}",
+                         f"set schedule.start_date to a date from {EARLIEST_START.isoformat()} to "
+                         f"{LATEST_START.isoformat()}, written YYYY-MM-DD")
+    return value
+
+
+StartDate = Annotated[dt.date, AfterValidator(_plausible_date)]
+
+# XML 1.0 cannot hold these at all (a workbook with them is corrupt); lone surrogates are not
+# characters (they cannot be encoded); other C0 and C1 controls are refused too, except tab and
+# line feed, so nothing a terminal or a report would act on gets in.
+_XML_ILLEGAL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff\ud800-\udfff]")
+_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+_INVISIBLE = "\u200b\u200c\u200d\u2060\ufeff"
+FORMULA_LEADS = ("=", "+", "-", "@")
+
+
+def formula_lead(text: str) -> tuple[str, str] | None:
+    """(the character as written, as a spreadsheet reads it) when `text` would start a formula:
+    judged after leading blanks and with full-width forms folded (NFKC), never altering `text`."""
+    for ch in text:
+        folded = unicodedata.normalize("NFKC", ch).lstrip().lstrip(_INVISIBLE).lstrip()
+        if not folded:
+            continue
+        return (ch, folded[0]) if folded[0] in FORMULA_LEADS else None
+    return None
+
+
+def character_problem(value: str) -> tuple[str, str] | None:
+    """(message, fix) when `value` holds a character no workbook, report or terminal should get."""
+    bad = _XML_ILLEGAL.search(value) or _CONTROL.search(value)
+    if bad:
+        code = f"U+{ord(bad.group()):04X}"
+        if 0xD800 <= ord(bad.group()) <= 0xDFFF:
+            return (f"contains a lone surrogate ({code}), which is not a character",
+                    "remove it; write the text as plain Unicode characters")
+        if ord(bad.group()) in (0xFFFE, 0xFFFF):
+            return (f"contains {code}, a noncharacter a workbook cannot hold", "remove it")
+        return (f"contains a control character ({code})",
+                "remove it; tabs and line breaks are the only control characters allowed")
+    return None
+
+
+def text_problem(value: str) -> tuple[str, str] | None:
+    """(message, fix) when `value` breaks the text policy shared by every free-text field and
+    key; None when it is fine."""
+    problem = character_problem(value)
+    if problem:
+        return problem
+    lead = formula_lead(value)
+    if lead:
+        written, read = lead
+        shown = repr(written) + (f" (read as {read!r})" if written != read else "")
+        after = ", even after leading blanks" if value[:1] != written else ""
+        return (f"text may not start with {shown}{after}: a spreadsheet would read it as a formula",
+                f"remove the leading {written!r} or start the text with a letter or digit")
+    return None
 
 
 def _safe_text(value: str, max_len: int = 200) -> str:
-    """Scenario text ends up in cells and HTML: refuse what a spreadsheet would run."""
+    """Scenario text ends up in cells, reports and messages: one policy for every field and key."""
     if not isinstance(value, str):
         raise rule_error("must be text", "quote the value")
-    if value[:1] in ("=", "+", "-", "@"):
-        raise rule_error(
-            f"text may not start with {value[0]!r}: a spreadsheet would read it as a formula",
-            f"remove the leading {value[0]!r} or start the text with a letter or digit")
-    if any(ord(ch) < 32 and ch not in "\t\n" for ch in value):
-        raise rule_error("contains control characters", "remove them")
+    problem = text_problem(value)
+    if problem:
+        raise rule_error(*problem)
     if len(value) > max_len:
         raise rule_error(f"is {len(value)} characters long, over the {max_len} allowed",
                          f"shorten it to at most {max_len} characters")
@@ -68,7 +167,7 @@ class _Section(BaseModel):
 class ModelSection(_Section):
     """The network: a preset from catalogs/models.yaml, its fields overridable, or a full shape."""
     preset: str | None = None
-    params: Count | None = None
+    params: Params | None = None
     layers: PositiveInt | None = None
     hidden_size: PositiveInt | None = None
     attention_heads: PositiveInt | None = None
@@ -77,7 +176,7 @@ class ModelSection(_Section):
 
 
 class DataSection(_Section):
-    train_tokens: Count
+    train_tokens: Tokens
     global_batch_sequences: PositiveInt | None = None
 
 
@@ -87,13 +186,13 @@ class HardwareSection(_Section):
     figures (the layout efficiency is then 1); baseline_mfu is scaled by the layout's efficiency;
     none of them takes the catalog's typical MFU as the baseline."""
     accelerator: str
-    gpu_count: PositiveInt | None = None
-    deadline_days: PositiveFloat | None = None
-    peak_tflops: PositiveFloat | None = None
+    gpu_count: GpuCount | None = None
+    deadline_days: _number(ge=0.01, le=36_500) | None = None
+    peak_tflops: Tflops | None = None
     mfu: Fraction | None = None
-    effective_tflops: PositiveFloat | None = None
+    effective_tflops: Tflops | None = None
     baseline_mfu: Fraction | None = None
-    usable_memory_fraction: Fraction = 0.9
+    usable_memory_fraction: _number(ge=0.05, le=1) = 0.9
 
 
 class ParallelismSection(_Section):
@@ -107,15 +206,15 @@ class ParallelismSection(_Section):
 
 
 class SizingSection(_Section):
-    split_margin: Annotated[float, Field(ge=0, le=10)] = 0.2
-    spare_nodes: Annotated[int, Field(ge=0)] = 1
+    split_margin: _number(ge=0, le=10) = 0.2
+    spare_nodes: _whole(ge=0, le=100_000) = 1
 
 
 class EfficiencySection(_Section):
-    layout_efficiency: Annotated[float, Field(gt=0, le=2)] | None = None
-    reference_layout_efficiency: Fraction = 0.82
-    tp_comm_exposed: Annotated[float, Field(ge=0, le=1)] = 1.0
-    dp_comm_exposed: Annotated[float, Field(ge=0, le=1)] = 0.25
+    layout_efficiency: _number(ge=0.01, le=2) | None = None
+    reference_layout_efficiency: _number(ge=0.01, le=1) = 0.82
+    tp_comm_exposed: _number(ge=0, le=1) = 1.0
+    dp_comm_exposed: _number(ge=0, le=1) = 0.25
 
 
 PRECISIONS = {
@@ -131,41 +230,41 @@ PRECISIONS = {
 class MemorySection(_Section):
     precision: Literal["mixed_bf16_adam", "bf16_adam", "mixed_bf16_adam8bit"] = "mixed_bf16_adam"
     flash_attention: bool = True
-    activation_gb_per_microbatch: PositiveFloat | None = None
+    activation_gb_per_microbatch: _number(ge=1e-6, le=1e6) | None = None
 
 
 class PricesSection(_Section):
     currency: Annotated[str, Field(pattern=r"^[A-Z]{3}$")] = "USD"
-    per_gpu_hour: NonNegativeFloat
-    storage_per_gb_month: NonNegativeFloat = 0.023
-    network: Union[Literal["included"], NonNegativeFloat] = "included"
+    per_gpu_hour: Money
+    storage_per_gb_month: Money = 0.023
+    network: Union[Literal["included"], Money] = "included"
 
 
 class StorageSection(_Section):
     """Dataset and checkpoint volumes follow from tokens and parameters unless overridden."""
-    raw_bytes_per_token: NonNegativeFloat = 4.0
-    tokenized_bytes_per_token: NonNegativeFloat | None = None   # default: 2, or 4 past 65,536 tokens
-    dataset_gb: NonNegativeFloat | None = None
-    checkpoints_kept: Annotated[int, Field(ge=0)] = 3
-    checkpoint_gb: NonNegativeFloat | None = None
-    months_held: PositiveFloat = 6.0
-    write_gb_per_s: PositiveFloat = 50.0
-    read_gb_per_s: PositiveFloat = 50.0
+    raw_bytes_per_token: _number(ge=0, le=1000) = 4.0
+    tokenized_bytes_per_token: _number(ge=0, le=1000) | None = None   # default: 2, or 4 past 65,536 tokens
+    dataset_gb: Gigabytes | None = None
+    checkpoints_kept: _whole(ge=0, le=1_000_000) = 3
+    checkpoint_gb: Gigabytes | None = None
+    months_held: Months = 6.0
+    write_gb_per_s: Bandwidth = 50.0
+    read_gb_per_s: Bandwidth = 50.0
 
 
 class ScheduleSection(_Section):
     """Seed 000's segments of a real run and seed 002's project phases."""
-    start_date: dt.date = dt.date(2027, 1, 4)
-    queue_days: NonNegativeFloat = 10.0
-    setup_days: NonNegativeFloat = 7.0
-    transfer_gbit_per_s: PositiveFloat = 10.0
-    data_prep_weeks: NonNegativeFloat = 2.0
-    validation_weeks: NonNegativeFloat = 2.0
-    validation_gpus: Annotated[int, Field(ge=0)] = 16
-    scaling_weeks: NonNegativeFloat = 4.0
-    scaling_gpus: Annotated[int, Field(ge=0)] = 128
-    evaluation_weeks: NonNegativeFloat = 2.0
-    deployment_weeks: NonNegativeFloat = 2.0
+    start_date: StartDate = dt.date(2027, 1, 4)
+    queue_days: Days = 10.0
+    setup_days: Days = 7.0
+    transfer_gbit_per_s: Bandwidth = 10.0
+    data_prep_weeks: Weeks = 2.0
+    validation_weeks: Weeks = 2.0
+    validation_gpus: _whole(ge=0, le=10_000_000) = 16
+    scaling_weeks: Weeks = 4.0
+    scaling_gpus: _whole(ge=0, le=10_000_000) = 128
+    evaluation_weeks: Weeks = 2.0
+    deployment_weeks: Weeks = 2.0
 
 
 # Llama 3 405B: 419 unexpected interruptions in 54 days on 16,384 H100 (Llama Team 2024, 3.3.4)
@@ -173,17 +272,17 @@ LLAMA3_INTERRUPTION_RATE = 419 / (54 * 24 * 16384)
 
 
 class ReliabilitySection(_Section):
-    interruption_rate_per_gpu_hour: Annotated[float, Field(gt=0, lt=1)] = LLAMA3_INTERRUPTION_RATE
-    failure_detect_minutes: NonNegativeFloat = 5.0
-    node_replace_minutes: NonNegativeFloat = 15.0
-    checkpoint_interval_steps: PositiveFloat | None = None
+    interruption_rate_per_gpu_hour: _number(ge=1e-12, lt=1) = LLAMA3_INTERRUPTION_RATE
+    failure_detect_minutes: Minutes = 5.0
+    node_replace_minutes: Minutes = 15.0
+    checkpoint_interval_steps: _number(ge=1, le=1e12) | None = None
 
 
 class StaffRole(_Section):
     role: SafeText
-    headcount: PositiveFloat
-    monthly_cost: NonNegativeFloat
-    months: PositiveFloat
+    headcount: Headcount
+    monthly_cost: _number(ge=0, le=1e12)
+    months: Months
 
 
 class Scenario(_Section):
@@ -201,8 +300,8 @@ class Scenario(_Section):
     schedule: ScheduleSection = ScheduleSection()
     reliability: ReliabilitySection = ReliabilitySection()
     staffing: list[StaffRole] = []
-    buffer_rate: Annotated[float, Field(ge=0, le=1)] = 0.20
-    sources: dict[str, LongText] = {}
+    buffer_rate: _number(ge=0, le=1) = 0.20
+    sources: dict[SafeText, LongText] = {}
 
     @field_validator("staffing")
     @classmethod

@@ -100,10 +100,17 @@ def _styles(wb: Workbook) -> None:
 
 
 def put_text(cell, text: str) -> None:
-    """Write text that must stay text, whatever it starts with."""
+    """Write text that must stay text, whatever it starts with: quote-prefixed when a spreadsheet
+    could read it as a formula, judged as the scenario's text policy judges (after blanks, with
+    full-width forms folded); text no workbook can hold is a bug here, never a corrupt file."""
+    from .scenario import character_problem, formula_lead
+
+    problem = character_problem(text)
+    if problem:
+        raise ValueError(f"text for {cell.coordinate} {problem[0]}: {text[:60]!r}")
     cell.value = text
     cell.data_type = "s"
-    if text[:1] in ("=", "+", "-", "@"):
+    if formula_lead(text):
         cell.quotePrefix = True
 
 

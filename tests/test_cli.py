@@ -42,8 +42,8 @@ BAD_INPUTS = {
         "usable_memory_fraction\n"),
     "negative-tokens": (
         SEED_TEXT.replace("  train_tokens: 3T ", "  train_tokens: -3e12 "),
-        "error: {f}: data.train_tokens: should be greater than 0 (got '-3e12')\n"
-        "  fix: set data.train_tokens to a number greater than 0\n"),
+        "error: {f}: data.train_tokens: should be greater than or equal to 1000000 (got '-3e12')\n"
+        "  fix: set data.train_tokens to a number at least 1000000\n"),
     "tp-pp-not-dividing": (
         SEED_TEXT.replace("  gpu_count: 512", "  gpu_count: 500"),
         "error: {f}: parallelism.pp: tp 4 x pp 8 = 32 does not divide gpu_count 500, so the "

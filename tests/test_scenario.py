@@ -22,7 +22,7 @@ def test_seed_scenario_loads(catalog):
 
 
 @pytest.mark.parametrize("text, value", [("175B", 175e9), ("3T", 3e12), ("175e9", 175e9),
-                                         ("1.5M", 1.5e6), ("2_000", 2000.0), (3e12, 3e12)])
+                                         ("1.5M", 1.5e6), ("2_000_000", 2e6), (3e12, 3e12)])
 def test_counts_accept_suffixes(catalog, text, value):
     s = parse_scenario(with_changes(raw(SEED_H100), {"data.train_tokens": text}), "s.yaml", catalog)
     assert s.data.train_tokens == value
