@@ -10,6 +10,7 @@ StrictUndefined, so a missing value is an error, not a blank.
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import re
 from dataclasses import dataclass
 
@@ -203,7 +204,9 @@ def mermaid_text(text: str) -> str:
     return " ".join(re.sub(r"[:;#%{}<>`~\\\[\]|]", " ", str(text)).split())
 
 
+@functools.lru_cache(maxsize=None)
 def environment() -> jinja2.Environment:
+    """One environment per process, so each template is compiled once."""
     env = jinja2.Environment(
         loader=jinja2.FileSystemLoader(str(data_dir("templates"))),
         autoescape=lambda name: bool(name) and name.endswith(".html.j2"),
