@@ -551,7 +551,7 @@ def _evaluate(model, inputs: dict, lookups: Mapping, file: str) -> dict:
         raise
 
 
-MAX_PROJECT_DAYS = 109_575  # 300 years: dates stay displayable, the weekly Timeline grid fits a sheet
+MAX_PROJECT_DAYS = 36_525   # a century: dates stay displayable, the week grid fits a sheet
 
 
 def _check_displayable(model, s: Scenario, values: Mapping, candidates, file: str) -> None:

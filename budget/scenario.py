@@ -242,8 +242,8 @@ class PricesSection(_Section):
 
 class StorageSection(_Section):
     """Dataset and checkpoint volumes follow from tokens and parameters unless overridden."""
-    raw_bytes_per_token: _number(ge=0, le=1000) = 4.0
-    tokenized_bytes_per_token: _number(ge=0, le=1000) | None = None   # default: 2, or 4 past 65,536 tokens
+    raw_bytes_per_token: _number(ge=0, le=1e6) = 4.0
+    tokenized_bytes_per_token: _number(ge=0, le=1e6) | None = None   # default: 2, or 4 past 65,536 tokens
     dataset_gb: Gigabytes | None = None
     checkpoints_kept: _whole(ge=0, le=1_000_000) = 3
     checkpoint_gb: Gigabytes | None = None
