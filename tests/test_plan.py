@@ -165,7 +165,9 @@ def test_plan_is_frozen(seed_h100):
 def layouts(draw):
     tp = draw(st.sampled_from([1, 2, 4, 8]))
     pp = draw(st.sampled_from([1, 2, 3, 4, 6, 8, 12, 16]))
-    dp = draw(st.integers(1, 64))
+    # At least 8 GPUs: on fewer the 175B model's project runs past a century, which the
+    # planner refuses (tests/test_robustness.py).
+    dp = draw(st.integers(-(-8 // (tp * pp)), 64))
     return {"parallelism.tp": tp, "parallelism.pp": pp, "hardware.gpu_count": tp * pp * dp,
             "parallelism.zero_stage": draw(st.sampled_from([0, 1, 2, 3])),
             "parallelism.recompute": draw(st.sampled_from(["none", "selective", "full"])),
