@@ -33,8 +33,12 @@ class Figure(_Strict):
     """One sourced number."""
     value: float
     source: str
-    as_of: dt.date
+    as_of: dt.date | None = None      # required in catalogs/*.yaml; a reviewer's row may lack it
     note: str = ""
+
+    def cite(self, sources: dict[str, str] | None = None) -> str:
+        text = (sources or {}).get(self.source, self.source)
+        return f"{text} ({self.as_of.isoformat()})" if self.as_of else text
 
 
 
@@ -89,8 +93,10 @@ class _AcceleratorFile(_Strict):
                 raise rule_error(f"accelerator id {acc.id!r} appears twice", "give each id once",
                                  f"accelerators[{i}].id")
             seen.add(acc.id)
-            for field in ("peak_bf16_tflops", "hbm_gb", "gpus_per_node", "intra_node_gb_per_s",
-                          "inter_node_gbit_per_s", "typical_mfu"):
+            for field in FIGURES:
+                if getattr(acc, field).as_of is None:
+                    raise rule_error("every catalog figure needs an as_of date", "add as_of: YYYY-MM-DD",
+                                     f"accelerators[{i}].{field}.as_of")
                 key = getattr(acc, field).source
                 if key not in self.sources:
                     raise rule_error(f"source {key!r} is not listed under sources",
@@ -129,6 +135,24 @@ class Catalog:
 
     def cite(self, key: str) -> str:
         return self.sources.get(key, key)
+
+    def with_accelerators(self, rows) -> "Catalog":
+        """This catalog with a scenario's accelerator rows added, or replacing rows of the same id."""
+        if not rows:
+            return self
+        added = {r.id: _accelerator_from_row(r) for r in rows}
+        kept = tuple(added.pop(a.id, a) for a in self.accelerators)
+        return Catalog(kept + tuple(added.values()), self.sources, self.models)
+
+
+FIGURES = ("peak_bf16_tflops", "hbm_gb", "gpus_per_node", "intra_node_gb_per_s",
+           "inter_node_gbit_per_s", "typical_mfu")
+
+
+def _accelerator_from_row(row) -> Accelerator:
+    """A scenario's `catalog.accelerators` row (flat numbers, one source) as a catalog entry."""
+    figures = {f: Figure(value=float(getattr(row, f)), source=row.source) for f in FIGURES}
+    return Accelerator(id=row.id, name=row.name, vendor=row.vendor or "", **figures)
 
 
 def _validated(path: Path, cls):

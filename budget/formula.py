@@ -26,7 +26,8 @@ BENIGN_CONSTANTS = frozenset({0, 1, 2, 7, 12, 24, 30, 52, 60, 100, 365, 1000, 10
 # Functions LibreOffice 7.4 and Excel 2016 both have, without an _xlfn. prefix.
 SUPPORTED_FUNCTIONS = frozenset({
     "IF", "AND", "OR", "NOT", "MAX", "MIN", "SUM", "ROUNDUP", "MOD",
-    "ISNUMBER", "SQRT", "EXP", "INDEX", "MATCH", "ABS", "SUMPRODUCT",
+    "ISNUMBER", "SQRT", "EXP", "INDEX", "MATCH", "ABS", "SUMPRODUCT", "ISERROR", "COUNTA",
+    "ROUND", "YEAR", "COLUMNS",
 })
 
 # Excel operator precedence, low to high.
@@ -240,7 +241,27 @@ def ISNUMBER(x) -> Expr: return Call("ISNUMBER", (lift(x),))
 def SQRT(x) -> Expr: return Call("SQRT", (lift(x),))
 def EXP(x) -> Expr: return Call("EXP", (lift(x),))
 def ABS(x) -> Expr: return Call("ABS", (lift(x),))
-def SUMPRODUCT(*ranges: "Ref") -> Expr: return Call("SUMPRODUCT", tuple(ranges))
+def SUMPRODUCT(*ranges: Expr) -> Expr: return Call("SUMPRODUCT", tuple(ranges))
+def ISERROR(x) -> Expr: return Call("ISERROR", (lift(x),))
+def COUNTA(*xs) -> Expr: return Call("COUNTA", tuple(lift(x) for x in xs))
+def ROUND(x, digits=0) -> Expr: return Call("ROUND", (lift(x), lift(digits)))
+def COLUMNS(x: Ref) -> Expr: return Call("COLUMNS", (x,))
+
+
+@dataclass(frozen=True, eq=False)
+class Blanks(Expr):
+    """1 for each blank cell of a range, 0 otherwise: `(range="")*1`, an array inside
+    SUMPRODUCT in Excel 2016 and LibreOffice alike (IF would need an array formula)."""
+    range: Ref
+
+    def _collect(self, out):
+        self.range._collect(out)
+
+    def excel(self, resolve=str):
+        return f'({self.range.excel(resolve)}="")*1'
+
+    def python(self):
+        return f"_blanks({self.range.python()})"
 
 
 # --- Python runtime with spreadsheet semantics --------------------------------------------
@@ -249,6 +270,9 @@ _E48 = 2.0 ** -48  # rtl::math::approxEqual, which LibreOffice's comparisons use
 
 
 def _approx_equal(a, b) -> bool:
+    if a is None or b is None:   # a blank cell equals 0 or "", as in a spreadsheet
+        a = ("" if isinstance(b, str) else 0.0) if a is None else a
+        b = ("" if isinstance(a, str) else 0.0) if b is None else b
     if a == b:
         return True
     if isinstance(a, str) or isinstance(b, str):
@@ -289,15 +313,47 @@ def _mod(a, b):
     return 0.0 if _approx_equal(r, 0.0) or _approx_equal(r, b) else r
 
 
-def _max(*xs): return max(xs)
-def _min(*xs): return min(xs)
-def _sum(*xs): return float(sum(xs))
+def _flat(xs):
+    """Arguments with ranges (tuples) spread out; blank cells skipped, as MIN/MAX/SUM do."""
+    for x in xs:
+        if isinstance(x, tuple):
+            yield from (y for y in x if y is not None)
+        else:
+            yield x
+
+
+def _max(*xs): return max(_flat(xs), default=0.0)
+def _min(*xs): return min(_flat(xs), default=0.0)
+def _sum(*xs): return float(sum(_flat(xs)))
+def _columns(x): return float(len(x))
 def _isnumber(x): return isinstance(x, (int, float)) and not isinstance(x, bool)
 def _sqrt(x): return math.sqrt(x)
-def _exp(x): return math.exp(x)
+def _exp(x):
+    try:
+        return math.exp(x)
+    except OverflowError:
+        return math.inf   # #NUM! in a spreadsheet; the planner rejects non-finite figures by name
 def _abs(x): return abs(x)
 def _not(x): return not x
-def _sumproduct(*cols): return float(sum(math.prod(row) for row in zip(*cols)))
+def _sumproduct(*cols):
+    # Blank cells (None) count as 0, as in a spreadsheet.
+    return float(sum(math.prod(x or 0.0 for x in row) for row in zip(*cols)))
+
+
+def _blanks(col): return tuple(1.0 if x is None else 0.0 for x in col)
+def _counta(*cols): return float(sum(1 for col in cols for x in col if x not in (None, "")))
+
+
+def _iserror(x):
+    # The planner raises on an error instead of carrying it (a division by zero names its
+    # line item), so a value that reached this point is never an error.
+    return False
+
+
+def _round(x, digits):
+    scale = 10.0 ** int(digits)
+    y = _significant(abs(x) * scale)
+    return math.copysign(math.floor(y + 0.5) / scale, x)
 
 
 def _lookup(tables, table, column, key):

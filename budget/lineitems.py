@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Callable, Mapping
 
-from .formula import IF, Expr, Ref, compile_items
+from .formula import IF, ISERROR, Expr, Ref, compile_items, lift
 
 # Excel rejects defined names that look like cell references (A1, XFD1048576, R1C1) or the
 # booleans; openpyxl and LibreOffice accept them silently, so we check ourselves.
@@ -38,10 +38,29 @@ class InputDef:
     choices: tuple[str, ...] | None = None
     choices_from: str | None = None   # a defined name holding the allowed values
     optional: bool = False            # blank means "use the default described in the note"
+    positive: bool = False            # strictly above `minimum` (a divisor: 0 would be #DIV/0!)
     fmt: str | None = None
+    # Where the value comes from and goes back to: the scenario's dotted path, how a scenario
+    # value becomes a cell value (see budget.bind.CODECS), and the citation shown when the
+    # scenario leaves the key out and the schema's default applies.
+    path: str | None = None
+    codec: str = "number"
+    cite: str = ""
+    constant: float | None = None     # a fixed convention (6 FLOPs per parameter per token, ...)
+    search: bool = False              # the layout search chose its value for the inputs it used
+    help: str = ""                    # one line shown when the reviewer selects the cell
 
     def __post_init__(self):
         check_defined_name(self.name)
+
+    @property
+    def is_range(self) -> bool:
+        return self.kind.startswith("range")
+
+    @property
+    def on_inputs_sheet(self) -> bool:
+        """Structure inputs (the cells below a table, the Timeline grid) are not assumptions."""
+        return self.kind != "structure"
 
 
 @dataclass(frozen=True)
@@ -54,11 +73,21 @@ class Item:
     sheet: str
     section: str
     note: str = ""
-    fix: str = ""          # for checks: what to change when the check fails
-    is_check: bool = False
+    fix: str = ""          # for checks and warnings: what to change when it fails
+    kind: str = "item"     # item | check (blocks approval) | warning (shown, does not block)
+    detail: Expr | None = None   # checks and warnings: the failure in words, live over the cells
 
     def __post_init__(self):
         check_defined_name(self.name)
+
+    @property
+    def is_check(self) -> bool:
+        return self.kind == "check"
+
+    @property
+    def is_flag(self) -> bool:
+        """A check or a warning: 0 when fine, 1 when not."""
+        return self.kind in ("check", "warning")
 
 
 @dataclass(frozen=True)
@@ -113,7 +142,10 @@ class Model:
         return compile_items((n, self.items[n].expr) for n in rerun)
 
     def checks(self) -> list[Item]:
-        return [i for i in self.items.values() if i.is_check]
+        return [i for i in self.items.values() if i.kind == "check"]
+
+    def warnings(self) -> list[Item]:
+        return [i for i in self.items.values() if i.kind == "warning"]
 
     def sheet_items(self, sheet: str) -> list[Item]:
         return [i for i in self.items.values() if i.sheet == sheet]
@@ -147,22 +179,33 @@ class ModelBuilder:
         self.model.inputs[name] = InputDef(name, label, unit, self._input_section, **kw)
         return Ref(name)
 
-    def item(self, name: str, label: str, unit: str, expr, note: str = "") -> Ref:
-        self._claim(name)
-        from .formula import lift
-        expr = lift(expr)
+    def _known(self, name: str, expr: Expr) -> None:
         unknown = expr.refs() - self.model.inputs.keys() - self.model.items.keys()
         if unknown:  # keeps the item table in dependency order
             raise ValueError(f"{name} refers to {sorted(unknown)} before they are defined")
-        self.model.items[name] = Item(name, label, unit, expr, self._sheet, self._section, note)
+
+    def item(self, name: str, label: str, unit: str, expr, note: str = "", **kw) -> Ref:
+        self._claim(name)
+        expr = lift(expr)
+        self._known(name, expr)
+        detail = kw.get("detail")
+        if detail is not None:
+            self._known(name, detail)
+        self.model.items[name] = Item(name, label, unit, expr, self._sheet, self._section, note, **kw)
         return Ref(name)
 
-    def check(self, name: str, label: str, ok: Expr, fix: str, note: str = "") -> Ref:
-        ref = self.item(name, label, "flag", IF(ok, 0, 1), note)
-        item = self.model.items[name]
-        self.model.items[name] = Item(item.name, item.label, item.unit, item.expr, item.sheet,
-                                      item.section, item.note, fix=fix, is_check=True)
-        return ref
+    def check(self, name: str, label: str, ok: Expr, fix: str, note: str = "",
+              detail=None, kind: str = "check") -> Ref:
+        """0 when `ok` holds, 1 when not, and 1 when `ok` cannot be computed: an error value
+        anywhere in its chain (a reviewer's #DIV/0! or a deleted row's #REF!) fails closed."""
+        ok = lift(ok)
+        detail = lift(detail) if detail is not None else None
+        return self.item(name, label, "flag", IF(ISERROR(ok), 1, IF(ok, 0, 1)), note,
+                         fix=fix, kind=kind, detail=detail)
+
+    def warning(self, name: str, label: str, ok: Expr, fix: str, note: str = "", detail=None) -> Ref:
+        """A plausibility check: shown beside the checks, not counted in the master check."""
+        return self.check(name, label, ok, fix, note, detail, kind="warning")
 
     def table(self, name: str, title: str, columns) -> None:
         self.model.tables[name] = TableDef(name, title, tuple(columns))

@@ -10,8 +10,9 @@ from __future__ import annotations
 
 from functools import lru_cache
 
-from .formula import (ABS, EXP, IF, ISNUMBER, MIN, MOD, NOT, OR, ROUNDUP, SQRT, SUM, SUMPRODUCT,
-                      Lookup, Ref)
+from .formula import (ABS, AND, COLUMNS, COUNTA, EXP, IF, ISERROR, ISNUMBER, MIN, MOD, NOT, OR, ROUND,
+                      ROUNDUP, SQRT, SUM, SUMPRODUCT, Blanks, Lookup, Ref)
+from .formula import Expr, lift
 from .lineitems import Model, ModelBuilder
 
 ACCELERATOR_TABLE = "acc"
@@ -33,6 +34,7 @@ def build_model() -> Model:
     _schedule(b, inp)
     _timeline(b, inp)
     _cost(b, inp)
+    _generated(b)
     _checks(b, inp)
     return b.model
 
@@ -60,123 +62,261 @@ def _tables(b: ModelBuilder) -> None:
     ])
 
 
+ASSUMED = "default: assumption"
+
+# Inputs whose values the layout search took as given when it chose the GPU count and layout
+# (and the catalog figures it read): a reviewer who changes one must regenerate. Each keeps
+# its value at generation in a visible cell named gen_<name>.
+SEARCH_INPUTS = ("gpu_type", "model_layers", "hidden_size", "attention_heads", "seq_len",
+                 "vocab_size", "params_override", "train_tokens", "global_batch_sequences",
+                 "deadline_days", "usable_memory_fraction", "weight_bytes_per_param",
+                 "grad_bytes_per_param", "optimizer_bytes_per_param", "flash_attention",
+                 "activation_gb_override", "gpu_count")
+SEARCH_ITEMS = ("peak_tflops", "hbm_gb", "gpus_per_node", "intra_node_gb_per_s",
+                "scale_out_gb_per_s")
+
+
 def _inputs(b: ModelBuilder) -> _Inputs:
     i = _Inputs()
 
     def add(name, label, unit, **kw):
         i[name] = b.input(name, label, unit, **kw)
 
+    def constant(name, label, unit, value, cite, **kw):
+        add(name, label, unit, constant=value, cite=cite, path=f"constants.{name}", **kw)
+
     b.input_section("Model")
-    add("model_params", "Parameters", "parameters", minimum=1)
-    add("model_layers", "Transformer layers", "layers", kind="integer", minimum=1)
-    add("hidden_size", "Hidden size", "width", kind="integer", minimum=1)
-    add("attention_heads", "Attention heads", "heads", kind="integer", minimum=1)
-    add("seq_len", "Sequence length", "tokens", kind="integer", minimum=1)
-    add("vocab_size", "Vocabulary", "tokens", kind="integer", minimum=1)
+    add("params_override", "Parameters (blank = from the shape: 12·L·h² + (V + s)·h)", "parameters",
+        minimum=1, optional=True, path="model.params", codec="count",
+        help="Blank it to compute the count from the layers, hidden size, vocabulary and sequence.")
+    add("model_layers", "Transformer layers", "layers", kind="integer", minimum=1, path="model.layers")
+    add("hidden_size", "Hidden size", "width", kind="integer", minimum=1, path="model.hidden_size")
+    add("attention_heads", "Attention heads", "heads", kind="integer", minimum=1,
+        path="model.attention_heads")
+    add("seq_len", "Sequence length", "tokens", kind="integer", minimum=1, path="model.seq_len")
+    add("vocab_size", "Vocabulary", "tokens", kind="integer", minimum=1, path="model.vocab_size")
 
     b.input_section("Data and batch")
-    add("train_tokens", "Training tokens", "tokens", minimum=1)
-    add("global_batch_sequences", "Global batch", "sequences", kind="integer", minimum=1)
+    add("train_tokens", "Training tokens", "tokens", minimum=1, positive=True,
+        path="data.train_tokens", codec="count")
+    add("global_batch_sequences", "Global batch", "sequences", kind="integer", minimum=1,
+        path="data.global_batch_sequences")
 
     b.input_section("Hardware")
-    add("gpu_type", "Accelerator", "catalog id", kind="choice", choices_from="acc_id")
-    add("gpu_count", "GPUs", "GPUs", kind="integer", minimum=1)
-    add("deadline_days", "Deadline for training (blank = none)", "days", minimum=0, optional=True)
-    add("mfu", "Baseline MFU", "fraction", kind="fraction", minimum=0, maximum=1)
+    add("gpu_type", "Accelerator", "catalog id", kind="choice", choices_from="acc_id",
+        path="hardware.accelerator", codec="text",
+        help="Pick an id from the Catalog sheet; the product name shows in the Note column.")
+    add("gpu_count", "GPUs", "GPUs", kind="integer", minimum=1, path="hardware.gpu_count",
+        codec="int", search=True)
+    add("deadline_days", "Deadline for training (blank = none)", "days", minimum=0, positive=True,
+        optional=True, path="hardware.deadline_days", cite="no deadline in the scenario")
+    add("mfu", "Baseline MFU (blank = from effective TFLOPS, else the catalog's typical MFU)",
+        "fraction", kind="fraction", minimum=0, maximum=1, positive=True, optional=True,
+        path="hardware.mfu",
+        help="Model FLOPs utilisation: the share of the peak that trains the model.")
+    add("effective_tflops_given", "Effective throughput per GPU, all-in (blank = from MFU)", "TFLOPS",
+        minimum=0, positive=True, optional=True, path="hardware.effective_tflops",
+        help="An all-in figure stated for the accelerator above; blank it when you change the accelerator.")
     add("usable_memory_fraction", "Usable share of HBM", "fraction", kind="fraction",
-        minimum=0, maximum=1)
+        minimum=0, maximum=1, positive=True, path="hardware.usable_memory_fraction",
+        cite="default: planners count 85-90% of HBM as usable")
 
     b.input_section("Parallel layout")
-    add("tp_size", "Tensor parallel (TP)", "GPUs", kind="integer", minimum=1)
-    add("pp_size", "Pipeline parallel (PP)", "stages", kind="integer", minimum=1)
-    add("zero_stage", "ZeRO stage over data parallel", "stage", kind="integer", minimum=0, maximum=3)
-    add("recompute", "Activation recomputation", "mode", kind="choice", choices=RECOMPUTE_MODES)
-    add("sequence_parallel", "Sequence parallelism", "yes/no", kind="choice", choices=YES_NO)
-    add("micro_batch_size", "Micro-batch", "sequences", kind="integer", minimum=1)
+    search_cite = "chosen by the layout search"
+    add("tp_size", "Tensor parallel (TP)", "GPUs", kind="integer", minimum=1, path="parallelism.tp",
+        codec="int", cite=search_cite, search=True)
+    add("pp_size", "Pipeline parallel (PP)", "stages", kind="integer", minimum=1,
+        path="parallelism.pp", codec="int", cite=search_cite, search=True)
+    add("zero_stage", "ZeRO stage over data parallel", "stage", kind="integer", minimum=0, maximum=3,
+        path="parallelism.zero_stage", codec="int", cite=search_cite, search=True)
+    add("recompute", "Activation recomputation", "mode", kind="choice", choices=RECOMPUTE_MODES,
+        path="parallelism.recompute", codec="text", cite=search_cite, search=True)
+    add("sequence_parallel", "Sequence parallelism", "yes/no", kind="choice", choices=YES_NO,
+        path="parallelism.sequence_parallel", codec="yesno", cite=search_cite, search=True)
+    add("micro_batch_size", "Micro-batch", "sequences", kind="integer", minimum=1,
+        path="parallelism.micro_batch_size", codec="int", cite=search_cite, search=True)
 
     b.input_section("Sizing (seed 000 steps 2-3)")
     add("split_margin", "Splitting margin on the memory-first count", "fraction", kind="fraction",
-        minimum=0, maximum=10)
-    add("spare_nodes", "Spare nodes", "nodes", kind="integer", minimum=0)
+        minimum=0, maximum=10, path="sizing.split_margin",
+        cite="default: assumption; seed 000 asks for a margin, gives no figure")
+    add("spare_nodes", "Spare nodes", "nodes", kind="integer", minimum=0, path="sizing.spare_nodes",
+        codec="int", cite="default: one spare node (seed 000; BLOOM kept 4 beside 48)")
 
     b.input_section("Layout efficiency")
     add("layout_efficiency_override", "Layout efficiency (blank = the model on Parallelism)", "fraction",
-        kind="fraction", minimum=0, maximum=2, optional=True)
+        kind="fraction", minimum=0, maximum=2, positive=True, optional=True,
+        path="efficiency.layout_efficiency", cite="blank: the Parallelism sheet's model")
     add("reference_layout_efficiency", "Layout efficiency at which the baseline MFU was measured",
-        "fraction", kind="fraction", minimum=0, maximum=1)
+        "fraction", kind="fraction", minimum=0, maximum=1, positive=True,
+        path="efficiency.reference_layout_efficiency",
+        cite="default: what the Parallelism model gives a typical large, well-tuned run (GPT-3 175B "
+             "on 512 H100, TP 8 x PP 8, ZeRO-1, selective recomputation: 0.82); the catalog's "
+             "typical MFU is read as the MFU of such a run")
     add("tp_comm_exposed", "Share of TP communication not overlapped", "fraction", kind="fraction",
-        minimum=0, maximum=1)
+        minimum=0, maximum=1, path="efficiency.tp_comm_exposed",
+        cite="default: Megatron's TP collectives sit on the critical path")
     add("dp_comm_exposed", "Share of DP communication not overlapped", "fraction", kind="fraction",
-        minimum=0, maximum=1)
+        minimum=0, maximum=1, path="efficiency.dp_comm_exposed",
+        cite="default: assumption; gradient reduction mostly overlaps the backward pass")
 
     b.input_section("Memory")
-    add("weight_bytes_per_param", "Weights", "bytes/parameter", minimum=0)
-    add("grad_bytes_per_param", "Gradients", "bytes/parameter", minimum=0)
-    add("optimizer_bytes_per_param", "Optimizer states", "bytes/parameter", minimum=0)
+    add("weight_bytes_per_param", "Weights", "bytes/parameter", minimum=0,
+        path="memory.weight_bytes_per_param")
+    add("grad_bytes_per_param", "Gradients", "bytes/parameter", minimum=0,
+        path="memory.grad_bytes_per_param")
+    add("optimizer_bytes_per_param", "Optimizer states", "bytes/parameter", minimum=0,
+        path="memory.optimizer_bytes_per_param")
     add("flash_attention", "FlashAttention (attention scores not stored)", "yes/no",
-        kind="choice", choices=YES_NO)
+        kind="choice", choices=YES_NO, path="memory.flash_attention", codec="yesno",
+        cite="default: yes, as every current training stack (seed 002 section 7.3)")
     add("activation_gb_override", "Activations of one micro-batch, whole model (blank = formula)",
-        "GB", minimum=0, optional=True)
+        "GB", minimum=0, optional=True, path="memory.activation_gb_per_microbatch",
+        cite="blank: the Korthikanti formula on the Memory sheet")
 
     b.input_section("Prices")
-    add("price_per_gpu_hour", "GPU rental", "currency/GPU-hour", minimum=0)
-    add("price_per_gb_month", "Storage", "currency/GB-month", minimum=0)
-    add("network_per_gpu_hour", "Network (0 = included in rental)", "currency/GPU-hour", minimum=0)
+    add("currency", "Currency of every amount", "ISO 4217 code", kind="text",
+        path="prices.currency", codec="text", cite="default: US dollars",
+        help="Three letters (USD, CNY, EUR): every amount's label follows this cell.")
+    add("price_per_gpu_hour", "GPU rental", "currency/GPU-hour", minimum=0, path="prices.per_gpu_hour")
+    add("price_per_gb_month", "Storage", "currency/GB-month", minimum=0,
+        path="prices.storage_per_gb_month", cite="default: AWS S3 Standard list price, first 50 TB")
+    add("network_per_gpu_hour", "Network (0 = included in rental)", "currency/GPU-hour", minimum=0,
+        path="prices.network", codec="included_or_price", cite="default: included in the rental")
 
     b.input_section("Data and storage")
-    add("raw_bytes_per_token", "Raw text per token", "bytes", minimum=0)
-    add("tokenized_bytes_per_token", "Tokenized data per token", "bytes", minimum=0)
-    add("dataset_gb_override", "Dataset held (blank = raw + tokenized)", "GB", minimum=0, optional=True)
-    add("checkpoints_kept", "Checkpoints kept (the last K)", "checkpoints", kind="integer", minimum=0)
+    add("raw_bytes_per_token", "Raw text per token", "bytes", minimum=0,
+        path="storage.raw_bytes_per_token",
+        cite="default: UTF-8 English averages about 4 bytes per BPE token")
+    add("tokenized_bytes_override", "Tokenized data per token (blank = by the vocabulary)", "bytes",
+        minimum=0, optional=True, path="storage.tokenized_bytes_per_token",
+        cite="blank: 2-byte token ids up to a 65,536-token vocabulary, 4 above (Schedule sheet)")
+    add("dataset_gb_override", "Dataset held (blank = raw + tokenized)", "GB", minimum=0,
+        optional=True, path="storage.dataset_gb", cite="blank: raw + tokenized, on the Schedule sheet")
+    add("checkpoints_kept", "Checkpoints kept (the last K)", "checkpoints", kind="integer", minimum=0,
+        path="storage.checkpoints_kept", codec="int",
+        cite="default: keep the last 3 (seed 000: keep the latest few)")
     add("checkpoint_storage_gb_override", "Checkpoints held (blank = K full checkpoints)", "GB",
-        minimum=0, optional=True)
-    add("storage_months", "Months held", "months", minimum=0)
-    add("storage_write_gb_per_s", "Storage write bandwidth (checkpoints)", "GB/s", minimum=0)
-    add("storage_read_gb_per_s", "Storage read bandwidth (data, reloads)", "GB/s", minimum=0)
+        minimum=0, optional=True, path="storage.checkpoint_gb",
+        cite="blank: K full checkpoints, on the Schedule sheet")
+    add("storage_months", "Months held (blank = the project's length)", "months", minimum=0,
+        optional=True, path="storage.months_held",
+        cite="blank: from the project start to its end (Timeline sheet)")
+    add("storage_write_gb_per_s", "Storage write bandwidth (checkpoints)", "GB/s", minimum=0,
+        positive=True, path="storage.write_gb_per_s",
+        cite="default: BLOOM saved 2.3 TB in about 40 s (~57 GB/s)")
+    add("storage_read_gb_per_s", "Storage read bandwidth (data, reloads)", "GB/s", minimum=0,
+        positive=True, path="storage.read_gb_per_s", cite="default: assumed equal to the write bandwidth")
 
     b.input_section("Schedule (seed 000 section 4)")
-    add("queue_days", "Queue wait for the cluster", "days", minimum=0)
-    add("setup_days", "Setup: environment, framework, distributed configuration", "days", minimum=0)
-    add("transfer_gbit_per_s", "Data transfer bandwidth into the cluster", "Gbit/s", minimum=0)
+    add("queue_days", "Queue wait for the cluster", "days", minimum=0, path="schedule.queue_days",
+        cite="default: assumption; seed 000 says larger jobs queue longer, gives no figure")
+    add("setup_days", "Setup: environment, framework, distributed configuration", "days", minimum=0,
+        path="schedule.setup_days",
+        cite="default: assumption; a week when images are not prebuilt (seed 000)")
+    add("transfer_gbit_per_s", "Data transfer bandwidth into the cluster", "Gbit/s", minimum=0,
+        positive=True, path="schedule.transfer_gbit_per_s", cite="default: assumption; a 10 Gbit/s link")
 
     b.input_section("Failures and checkpoints")
-    add("interruption_rate_per_gpu_hour", "Interruptions per GPU-hour", "per GPU-hour", minimum=0)
-    add("failure_detect_minutes", "Time to detect a failure", "minutes", minimum=0)
-    add("node_replace_minutes", "Time to swap in a spare node and restart", "minutes", minimum=0)
+    add("interruption_rate_per_gpu_hour", "Interruptions per GPU-hour", "per GPU-hour", minimum=0,
+        positive=True, path="reliability.interruption_rate_per_gpu_hour",
+        cite="default: Llama 3 405B, 419 unexpected interruptions in 54 days on 16,384 H100 "
+             "(Llama Team 2024, section 3.3.4; seed 000: one every ~3 hours)")
+    add("failure_detect_minutes", "Time to detect a failure", "minutes", minimum=0,
+        path="reliability.failure_detect_minutes", cite=ASSUMED)
+    add("node_replace_minutes", "Time to swap in a spare node and restart", "minutes", minimum=0,
+        path="reliability.node_replace_minutes",
+        cite="default: assumption; a spare node is already reserved")
     add("checkpoint_interval_steps_override", "Checkpoint interval (blank = Young/Daly optimum)",
-        "steps", minimum=0, optional=True)
+        "steps", minimum=0, positive=True, optional=True, path="reliability.checkpoint_interval_steps",
+        cite="blank: the Young/Daly optimum on the Schedule sheet")
 
     b.input_section("Project timeline (seed 002 section 6)")
-    add("start_date", "Project start", "date", kind="date")
-    add("data_prep_weeks", "Data preparation", "weeks", minimum=0)
-    add("validation_weeks", "Small-scale validation", "weeks", minimum=0)
-    add("validation_gpus", "Small-scale validation GPUs", "GPUs", kind="integer", minimum=0)
-    add("scaling_weeks", "Mid-scale scaling runs", "weeks", minimum=0)
-    add("scaling_gpus", "Mid-scale scaling GPUs", "GPUs", kind="integer", minimum=0)
-    add("evaluation_weeks", "Evaluation and fine-tuning (on the training cluster)", "weeks", minimum=0)
-    add("deployment_weeks", "Deployment", "weeks", minimum=0)
+    add("start_date", "Project start", "date", kind="date", path="schedule.start_date", codec="date",
+        cite="default: a placeholder start; set schedule.start_date")
+    add("data_prep_weeks", "Data preparation", "weeks", minimum=0, path="schedule.data_prep_weeks",
+        cite="default: seed 002, weeks 1-2")
+    add("validation_weeks", "Small-scale validation", "weeks", minimum=0,
+        path="schedule.validation_weeks", cite="default: seed 002, weeks 3-4")
+    add("validation_gpus", "Small-scale validation GPUs", "GPUs", kind="integer", minimum=0,
+        path="schedule.validation_gpus", codec="int", cite="default: seed 002, 8-16 GPUs")
+    add("scaling_weeks", "Mid-scale scaling runs", "weeks", minimum=0, path="schedule.scaling_weeks",
+        cite="default: seed 002, weeks 5-8")
+    add("scaling_gpus", "Mid-scale scaling GPUs", "GPUs", kind="integer", minimum=0,
+        path="schedule.scaling_gpus", codec="int", cite="default: seed 002, 64-128 GPUs")
+    add("evaluation_weeks", "Evaluation and fine-tuning (on the training cluster)", "weeks", minimum=0,
+        path="schedule.evaluation_weeks", cite="default: seed 002, weeks 25-26")
+    add("deployment_weeks", "Deployment", "weeks", minimum=0, path="schedule.deployment_weeks",
+        cite="default: seed 002, weeks 27-28")
 
     b.input_section("Contingency")
     add("buffer_rate", "Contingency buffer", "fraction of subtotal", kind="fraction",
-        minimum=0, maximum=1)
+        minimum=0, maximum=1, path="buffer_rate", cite="default: seed 002 section 8, at least 20%")
+
+    b.input_section("Plausibility (warnings, not checks)")
+    add("tokens_per_param_low", "Fewest tokens per parameter before a warning", "tokens/parameter",
+        minimum=0, path="plausibility.tokens_per_param_low",
+        cite="default: a quarter of Chinchilla's compute-optimal ~20 (Hoffmann et al. 2022)")
+    add("tokens_per_param_high", "Most tokens per parameter before a warning", "tokens/parameter",
+        minimum=0, path="plausibility.tokens_per_param_high",
+        cite="default: Llama 3 8B trained on ~1,900 tokens per parameter (Llama Team 2024)")
+    add("cost_per_gpu_hour_low", "Lowest plausible all-in cost per training GPU-hour",
+        "currency/GPU-hour", minimum=0, path="plausibility.cost_per_gpu_hour_low",
+        cite="default: assumption, in USD; set it for other currencies")
+    add("cost_per_gpu_hour_high", "Highest plausible all-in cost per training GPU-hour",
+        "currency/GPU-hour", minimum=0, path="plausibility.cost_per_gpu_hour_high",
+        cite="default: assumption, in USD; set it for other currencies")
+    add("params_tolerance", "Parameter count may differ from the shape's by", "fraction",
+        kind="fraction", minimum=0, maximum=1, path="plausibility.params_tolerance",
+        cite="default: assumption; presets publish rounded counts within a few percent")
 
     b.input_section("Staffing")
-    add("staff_role", "Role", "text", kind="range_text")
-    add("staff_headcount", "Headcount", "people", kind="range", minimum=0)
-    add("staff_monthly_cost", "Monthly cost per person", "currency/month", kind="range", minimum=0)
-    add("staff_months", "Months", "months", kind="range", minimum=0)
+    add("staff_role", "Role", "text", kind="range_text", path="staffing[].role", codec="text")
+    add("staff_headcount", "Headcount", "people", kind="range", minimum=0, path="staffing[].headcount")
+    add("staff_monthly_cost", "Monthly cost per person", "currency/month", kind="range", minimum=0,
+        path="staffing[].monthly_cost")
+    add("staff_months", "Months (blank = the project's length)", "months", kind="range", minimum=0,
+        path="staffing[].months")
 
     b.input_section("Constants")
-    add("flops_per_param_token", "Training FLOPs per parameter per token (2 forward + 4 backward)",
-        "FLOP/(parameter·token)", minimum=0)
-    add("bytes_per_gb", "Bytes per GB (decimal, as HBM is marketed)", "bytes", minimum=1)
-    add("flops_per_tflop", "FLOP/s per TFLOP/s", "FLOP/s", minimum=1)
-    add("bits_per_byte", "Bits per byte", "bits", minimum=1)
-    add("activation_bytes_per_element", "Bytes per activation element (bf16)", "bytes", minimum=1)
-    add("tp_collectives_per_layer", "TP collectives per layer per micro-batch (2 forward + 2 backward)",
-        "collectives", minimum=0)
-    add("zero3_comm_factor", "ZeRO-3 traffic relative to plain data parallel", "×", minimum=1)
+    constant("flops_per_param_token", "Training FLOPs per parameter per token (2 forward + 4 backward)",
+             "FLOP/(parameter·token)", 6.0, "Kaplan et al. 2020; seed 002 section 1", minimum=0)
+    constant("bytes_per_gb", "Bytes per GB (decimal, as HBM is marketed)", "bytes", 1e9,
+             "SI: 1 GB = 10^9 bytes, used for every size in this book", minimum=1)
+    constant("flops_per_tflop", "FLOP/s per TFLOP/s", "FLOP/s", 1e12, "SI: tera = 10^12", minimum=1)
+    constant("bits_per_byte", "Bits per byte", "bits", 8.0, "definition", minimum=1)
+    constant("activation_bytes_per_element", "Bytes per activation element (bf16)", "bytes", 2.0,
+             "bf16 activations", minimum=1)
+    constant("tp_collectives_per_layer", "TP collectives per layer per micro-batch (2 forward + 2 backward)",
+             "collectives", 4.0, "Megatron-LM: 2 all-reduces forward, 2 backward per transformer "
+             "layer (Shoeybi et al. 2019)", minimum=0)
+    constant("zero3_comm_factor", "ZeRO-3 traffic relative to plain data parallel", "×", 1.5,
+             "ZeRO (Rajbhandari et al. 2020), section 7: stage 3 moves 1.5x the data of plain "
+             "data parallelism", minimum=1)
+    constant("token_id_bytes", "Bytes per token id up to the vocabulary limit below (uint16)", "bytes",
+             2.0, "uint16 token ids, as Megatron-LM's indexed datasets store them", minimum=1)
+    constant("small_vocab_limit", "Largest vocabulary stored as uint16 ids", "tokens", 65536.0,
+             "2^16 values fit in 16 bits; larger vocabularies need uint32 (twice the bytes)", minimum=1)
+
+    # Workbook structure: not assumptions, not on the Inputs rows. The cells just below the
+    # growable tables (a check fails when anything is typed there) and the Timeline's week grid.
+    b.input_section("Workbook structure")
+    add("staff_rows_below", "Cells below the staffing table", "cells", kind="structure")
+    add("catalog_rows_below", "Cells below the accelerator catalog", "cells", kind="structure")
+    add("timeline_week_cells", "Week columns of the Timeline grid", "cells", kind="structure")
     return i
+
+
+def _generated(b: ModelBuilder) -> None:
+    """gen_<name>: the value each search input and catalog figure had when the search ran."""
+    b.input_section("At generation")
+    b.input("layout_searched", "The layout search chose the GPU count or layout", "yes/no",
+            kind="generated_text")
+    for name in (*SEARCH_INPUTS, *SEARCH_ITEMS):
+        source = b.model.inputs.get(name) or b.model.items.get(name)
+        kind = "generated_text" if source.unit in {"catalog id", "yes/no", "mode", "text"} else "generated"
+        b.input(f"gen_{name}", f"{source.label} when the layout was chosen", source.unit, kind=kind,
+                optional=True)
 
 
 def _acc(column: str) -> Lookup:
@@ -197,10 +337,26 @@ def _accelerator(b: ModelBuilder, i: _Inputs) -> None:
               _acc("inter_node_gbit_per_s") / i.bits_per_byte),
            "The NIC's Gbit/s ÷ 8, or the intra-node fabric when the job fits in one node")
 
+    b.item("baseline_mfu", "Baseline MFU used", "fraction",
+           IF(ISNUMBER(i.mfu), i.mfu, IF(ISNUMBER(i.effective_tflops_given),
+                                         i.effective_tflops_given / Ref("peak_tflops"), _acc("typical_mfu"))),
+           "The MFU input; else effective TFLOPS ÷ peak; else the catalog's typical MFU")
+
+    b.section("Model")
+    L, h = i.model_layers, i.hidden_size
+    shape = b.item("params_from_shape", "Parameters from the shape 12·L·h² + (V + s)·h", "parameters",
+                   12 * L * h * h + (i.vocab_size + i.seq_len) * h,
+                   "Kaplan et al. 2020, eq. 2.1, with token and position embeddings")
+    b.item("model_params", "Parameters", "parameters",
+           IF(ISNUMBER(i.params_override), i.params_override, shape),
+           "The override on Inputs (a preset's published count), else the shape's count")
+
     b.section("Batch")
     batch_tokens = b.item("global_batch_tokens", "Tokens per step", "tokens",
                           i.global_batch_sequences * i.seq_len)
     b.item("train_steps", "Optimizer steps", "steps", i.train_tokens / batch_tokens)
+    b.item("tokens_per_param", "Training tokens per parameter", "tokens/parameter",
+           i.train_tokens / Ref("model_params"), "Chinchilla's compute-optimal is about 20")
 
 
 def _layout(b: ModelBuilder, i: _Inputs) -> None:
@@ -224,10 +380,10 @@ def _memory(b: ModelBuilder, i: _Inputs) -> None:
                     "Frameworks, CUDA context and fragmentation take the rest")
 
     b.section("Model states, whole model (seed 002 section 4)")
-    w = b.item("weights_gb", "Weights", "GB", i.model_params * i.weight_bytes_per_param / i.bytes_per_gb)
-    g = b.item("gradients_gb", "Gradients", "GB", i.model_params * i.grad_bytes_per_param / i.bytes_per_gb)
+    w = b.item("weights_gb", "Weights", "GB", Ref("model_params") * i.weight_bytes_per_param / i.bytes_per_gb)
+    g = b.item("gradients_gb", "Gradients", "GB", Ref("model_params") * i.grad_bytes_per_param / i.bytes_per_gb)
     o = b.item("optimizer_gb", "Optimizer states", "GB",
-               i.model_params * i.optimizer_bytes_per_param / i.bytes_per_gb)
+               Ref("model_params") * i.optimizer_bytes_per_param / i.bytes_per_gb)
 
     b.section("Activations (Korthikanti et al. 2022)")
     mode = b.item("activation_mode", "Activation mode (recompute / sequence parallel)", "text",
@@ -287,9 +443,9 @@ def _efficiency(b: ModelBuilder, i: _Inputs) -> None:
     tp, pp, m = i.tp_size, i.pp_size, r("microbatches_per_step")
     b.sheet("Parallelism", "Step time at the baseline MFU")
     rate = b.item("baseline_flops_per_gpu_s", "Baseline throughput per GPU", "FLOP/s",
-                  r("peak_tflops") * i.mfu * i.flops_per_tflop)
+                  r("peak_tflops") * r("baseline_mfu") * i.flops_per_tflop)
     step = b.item("step_compute_s", "Compute time per step, no losses", "s",
-                  i.flops_per_param_token * i.model_params * r("global_batch_tokens")
+                  i.flops_per_param_token * Ref("model_params") * r("global_batch_tokens")
                   / (i.gpu_count * rate))
 
     b.section("Pipeline bubble (1F1B)")
@@ -303,7 +459,7 @@ def _efficiency(b: ModelBuilder, i: _Inputs) -> None:
                    "Per layer and micro-batch: 4 all-reduces (or all-gather + reduce-scatter) of s·b·h")
     tp_s = b.item("tp_comm_s", "TP time over the intra-node fabric", "s", tp_gb / r("intra_node_gb_per_s"))
     dp_gb = b.item("dp_comm_gb", "Gradient reduction over DP (ring volume)", "GB",
-                   2 * (r("dp_size") - 1) / r("dp_size") * i.model_params / (tp * pp)
+                   2 * (r("dp_size") - 1) / r("dp_size") * Ref("model_params") / (tp * pp)
                    * i.grad_bytes_per_param * IF(i.zero_stage > 2, i.zero3_comm_factor, 1)
                    / i.bytes_per_gb, "ZeRO-3 adds parameter all-gathers: 1.5× the traffic")
     dp_s = b.item("dp_comm_s", "DP time over the network", "s", dp_gb / r("scale_out_gb_per_s"))
@@ -329,14 +485,14 @@ def _efficiency(b: ModelBuilder, i: _Inputs) -> None:
                  IF(ISNUMBER(i.layout_efficiency_override), i.layout_efficiency_override,
                     raw_eff / i.reference_layout_efficiency),
                  "The override, when given, replaces the model (1 = the MFU input is all-in)")
-    b.item("effective_mfu", "Effective MFU = baseline × layout efficiency", "fraction", i.mfu * eff)
+    b.item("effective_mfu", "Effective MFU = baseline × layout efficiency", "fraction", r("baseline_mfu") * eff)
 
 
 def _compute(b: ModelBuilder, i: _Inputs) -> None:
     r = Ref
     b.sheet("Compute", "Training compute")
     flops = b.item("train_flops", "Training compute (6·N·D)", "FLOP",
-                   i.flops_per_param_token * i.model_params * i.train_tokens,
+                   i.flops_per_param_token * Ref("model_params") * i.train_tokens,
                    "Kaplan et al. 2020; seed 002 section 1")
     eff = b.item("effective_tflops", "Effective throughput per GPU", "TFLOPS",
                  r("peak_tflops") * r("effective_mfu"), "Peak × effective MFU; seed 002 section 2")
@@ -354,14 +510,18 @@ def _schedule(b: ModelBuilder, i: _Inputs) -> None:
     r = Ref
     b.sheet("Schedule", "Data and checkpoints")
     raw = b.item("dataset_raw_gb", "Raw text", "GB", i.train_tokens * i.raw_bytes_per_token / i.bytes_per_gb)
+    width = b.item("tokenized_bytes_per_token", "Tokenized data per token", "bytes",
+                   IF(ISNUMBER(i.tokenized_bytes_override), i.tokenized_bytes_override,
+                      IF(i.vocab_size <= i.small_vocab_limit, i.token_id_bytes, 2 * i.token_id_bytes)),
+                   "The override, else uint16 ids up to the vocabulary limit and uint32 above")
     tok = b.item("dataset_tokenized_gb", "Tokenized dataset", "GB",
-                 i.train_tokens * i.tokenized_bytes_per_token / i.bytes_per_gb)
+                 i.train_tokens * width / i.bytes_per_gb)
     b.item("dataset_gb", "Dataset held", "GB",
            IF(ISNUMBER(i.dataset_gb_override), i.dataset_gb_override, raw + tok))
     b.item("checkpoint_weights_gb", "Checkpoint, weights only", "GB",
-           i.model_params * i.weight_bytes_per_param / i.bytes_per_gb, "What inference needs")
+           Ref("model_params") * i.weight_bytes_per_param / i.bytes_per_gb, "What inference needs")
     full = b.item("checkpoint_full_gb", "Checkpoint with optimizer state", "GB",
-                  i.model_params * (i.weight_bytes_per_param + i.optimizer_bytes_per_param) / i.bytes_per_gb,
+                  Ref("model_params") * (i.weight_bytes_per_param + i.optimizer_bytes_per_param) / i.bytes_per_gb,
                   "What resuming needs: 14 bytes/parameter for mixed-precision Adam (BLOOM 176B: 2.3 TB)")
     b.item("checkpoint_storage_gb", "Checkpoints held", "GB",
            IF(ISNUMBER(i.checkpoint_storage_gb_override), i.checkpoint_storage_gb_override,
@@ -439,6 +599,8 @@ def _timeline(b: ModelBuilder, i: _Inputs) -> None:
     b.item("project_end", "Project end", "date", previous)
     days = b.item("project_days", "Project duration", "days", previous - i.start_date)
     b.item("project_weeks", "… in weeks", "weeks", days / 7, "Seed 002 plans 28 weeks")
+    b.item("project_months", "… in months", "months", days * 12 / 365,
+           "What staffing and storage last when their months are left blank")
 
 
 def _cost(b: ModelBuilder, i: _Inputs) -> None:
@@ -461,16 +623,25 @@ def _cost(b: ModelBuilder, i: _Inputs) -> None:
                      "Zero when the interconnect is included in the rental price")
 
     b.section("Storage")
+    months = b.item("storage_months_used", "Months held", "months",
+                    IF(ISNUMBER(i.storage_months), i.storage_months, r("project_months")),
+                    "The input, else the project's length (Timeline)")
     gbm = b.item("storage_gb_months", "Storage held", "GB-months",
-                 (r("dataset_gb") + r("checkpoint_storage_gb")) * i.storage_months)
+                 (r("dataset_gb") + r("checkpoint_storage_gb")) * months)
     storage = b.item("storage_cost", "Storage", "currency", gbm * i.price_per_gb_month)
 
     b.section("Staffing")
+    blank_months = Blanks(i.staff_months)
     b.item("staff_person_months", "Person-months", "person-months",
-           SUMPRODUCT(i.staff_headcount, i.staff_months))
+           SUMPRODUCT(i.staff_headcount, i.staff_months)
+           + SUMPRODUCT(i.staff_headcount, blank_months) * r("project_months"),
+           "A role whose months are blank lasts the whole project")
     staffing = b.item("staffing_cost", "Staffing", "currency",
-                      SUMPRODUCT(i.staff_headcount, i.staff_monthly_cost, i.staff_months),
-                      "Σ headcount × monthly cost × months over the roles on Inputs")
+                      SUMPRODUCT(i.staff_headcount, i.staff_monthly_cost, i.staff_months)
+                      + SUMPRODUCT(i.staff_headcount, i.staff_monthly_cost, blank_months)
+                      * r("project_months"),
+                      "Σ headcount × monthly cost × months over the roles on Inputs; blank months "
+                      "= the project's length")
 
     b.section("Total")
     subtotal = b.item("subtotal_cost", "Subtotal", "currency",
@@ -485,50 +656,150 @@ def _cost(b: ModelBuilder, i: _Inputs) -> None:
            "Seed 002: compute is usually over 70% of the budget")
 
 
+def words(*parts) -> Expr:
+    """A sentence built with & over live cells: text parts and figures, in order."""
+    out = lift(parts[0])
+    for part in parts[1:]:
+        out = out.concat(part)
+    return out
+
+
 def _checks(b: ModelBuilder, i: _Inputs) -> None:
+    """Each check is 0 when fine and 1 when not or when it cannot be computed; `detail` says
+    what is wrong in words built from the live cells, for the Summary's failing-check lines."""
     r = Ref
+    gb = lambda x: ROUND(x, 1)  # noqa: E731 - figures in sentences, to 0.1
     b.sheet("Checks", "Layout")
     b.check("check_layout_divides", "TP·PP divides the GPU count",
             MOD(i.gpu_count, i.tp_size * i.pp_size).eq(0),
-            "Make gpu_count a multiple of tp_size × pp_size")
+            "Make gpu_count a multiple of tp_size × pp_size",
+            detail=words("TP × PP = ", i.tp_size * i.pp_size, " does not divide ", i.gpu_count, " GPUs"))
     b.check("check_tp_within_node", "TP stays inside a node", i.tp_size <= r("gpus_per_node"),
-            "Lower tp_size to at most the GPUs per node")
+            "Lower tp_size to at most the GPUs per node",
+            detail=words("TP ", i.tp_size, " spans more than a node of ", r("gpus_per_node"), " GPUs"))
     b.check("check_tp_divides_heads", "TP divides the attention heads",
-            MOD(i.attention_heads, i.tp_size).eq(0), "Choose a tp_size that divides the heads")
+            MOD(i.attention_heads, i.tp_size).eq(0), "Choose a tp_size that divides the heads",
+            detail=words("TP ", i.tp_size, " does not divide ", i.attention_heads, " attention heads"))
     b.check("check_pp_divides_layers", "PP divides the layers",
-            MOD(i.model_layers, i.pp_size).eq(0), "Choose a pp_size that divides the layers")
+            MOD(i.model_layers, i.pp_size).eq(0), "Choose a pp_size that divides the layers",
+            detail=words("PP ", i.pp_size, " does not divide ", i.model_layers, " layers"))
     b.check("check_batch_divides", "DP × micro-batch divides the global batch",
             MOD(i.global_batch_sequences, r("dp_size") * i.micro_batch_size).eq(0),
-            "Change global_batch_sequences, micro_batch_size or the layout")
+            "Change global_batch_sequences, micro_batch_size or the layout",
+            detail=words("DP × micro-batch = ", ROUND(r("dp_size") * i.micro_batch_size, 2),
+                         " does not divide the batch of ", i.global_batch_sequences, " sequences"))
 
     b.section("Memory")
     b.check("check_memory_fits", "Chosen layout fits in usable HBM",
             r("memory_per_gpu_gb") <= r("usable_hbm_gb"),
-            "Raise tp/pp, turn on ZeRO or recomputation, or choose a larger accelerator")
-
+            "Raise tp/pp, turn on ZeRO or recomputation, or choose a larger accelerator",
+            detail=words("Layout does not fit in memory: ", gb(r("memory_per_gpu_gb")), " > ",
+                         gb(r("usable_hbm_gb")), " GB per GPU"))
     b.check("check_gpus_cover_memory", "GPU count at least the memory-implied minimum",
-            i.gpu_count >= r("min_gpus_for_memory"), "Raise gpu_count")
+            i.gpu_count >= r("min_gpus_for_memory"), "Raise gpu_count",
+            detail=words("Too few GPUs to hold the model: ", i.gpu_count, " < ", r("min_gpus_for_memory")))
 
     b.section("Throughput and schedule")
     b.check("check_mfu_plausible", "Effective MFU at most 100%", r("effective_mfu") <= 1,
-            "Lower the baseline MFU or the layout efficiency override")
+            "Lower the baseline MFU or the layout efficiency override; an effective TFLOPS figure "
+            "stated for another accelerator can exceed this one's peak",
+            detail=words("Effective MFU above 100%: ", ROUND(r("effective_mfu") * 100, 1), "%"))
     b.check("check_failures_finish", "The run finishes despite interruptions",
             r("failure_fraction") < 1,
             "Interruptions come faster than the work between them: checkpoint more often, "
-            "restart faster or use fewer GPUs")
+            "restart faster or use fewer GPUs",
+            detail=words("Interruptions every ", ROUND(r("job_mtbi_hours"), 2),
+                         " h outpace the work between them"))
     b.check("check_data_loading", "Storage reads keep up with training",
             r("data_read_gb_per_s") <= i.storage_read_gb_per_s,
-            "Raise the storage read bandwidth, shard and prefetch (seed 000 section 5)")
+            "Raise the storage read bandwidth, shard and prefetch (seed 000 section 5)",
+            detail=words("Training reads ", ROUND(r("data_read_gb_per_s"), 2), " GB/s, storage gives ",
+                         i.storage_read_gb_per_s))
     b.check("check_meets_deadline", "Pure training fits the deadline (failures add to it: Schedule)",
             OR(NOT(ISNUMBER(i.deadline_days)), r("train_days") <= i.deadline_days),
-            "Add GPUs (see deadline_gpus on Compute) or move the deadline")
+            "Add GPUs (see deadline_gpus on Compute) or move the deadline",
+            detail=words("Training takes ", gb(r("train_days")), " days, the deadline is ",
+                         i.deadline_days))
+    b.check("check_deadline_gpus", "GPU count at least what the deadline needs",
+            OR(NOT(ISNUMBER(i.deadline_days)), i.gpu_count >= r("deadline_gpus")),
+            "Raise gpu_count to deadline_gpus (Compute) or regenerate with the planner",
+            detail=words("The deadline needs ", r("deadline_gpus"), " GPUs, the plan has ", i.gpu_count))
 
     b.section("Arithmetic")
     b.check("check_costs_add_up", "Cost lines add up to the total",
             ABS(r("total_cost") - SUM(r("billed_rental_cost"), r("experiment_cost"), r("network_cost"),
                                       r("storage_cost"), r("staffing_cost"))
                 * (1 + i.buffer_rate)) <= r("total_cost") / 1000 / 1000 / 1000,
-            "A cost cell was overwritten: restore its formula")
+            "A cost cell was overwritten: restore its formula",
+            detail=words("The cost lines do not add up to the total: a cost cell was overwritten"))
+    b.check("check_outputs_computable", "The headline figures are numbers",
+            AND(ISNUMBER(r("total_cost")), ISNUMBER(r("train_days")), ISNUMBER(r("gpu_hours")),
+                ISNUMBER(r("memory_per_gpu_gb")), ISNUMBER(r("project_end")), ISNUMBER(i.gpu_count)),
+            "An input is blank, text, zero where it divides, or its row was deleted: see the "
+            "error cells on the calculation sheets",
+            detail=words("Headline figures cannot be computed (an error value in the chain to the totals)"))
+
+    b.section("The workbook as generated")
+    changed = SUM(*(IF(r(n).eq(r(f"gen_{n}")), 0, 1) for n in (*SEARCH_INPUTS, *SEARCH_ITEMS)))
+    b.item("search_inputs_changed", "Inputs the layout search used that differ from generation",
+           "inputs", changed, "Compares each with its value at generation (Inputs, column G)")
+    b.check("check_search_inputs_unchanged", "The GPU count and layout were chosen for these inputs",
+            OR(r("layout_searched").eq("no"), r("search_inputs_changed").eq(0)),
+            "Regenerate with the planner (trainbudget import, then generate), or pin the layout",
+            detail=words("The layout search ran for other inputs: ", r("search_inputs_changed"),
+                         " changed since generation; regenerate with the planner"))
+    b.check("check_tables_closed", "Nothing typed below the staffing and catalog tables",
+            COUNTA(i.staff_rows_below, i.catalog_rows_below).eq(0),
+            "Move the rows into the tables' spare rows (or insert rows inside the tables)",
+            detail=words("Rows typed below a table are left out of the totals: ",
+                         COUNTA(i.staff_rows_below, i.catalog_rows_below), " cells"))
+    b.check("check_timeline_fits", "The Timeline grid covers the project",
+            r("project_weeks") <= COLUMNS(i.timeline_week_cells),
+            "Regenerate the workbook to widen the Timeline grid",
+            detail=words("The project runs ", ROUND(r("project_weeks"), 0),
+                         " weeks, the Timeline grid shows ", COLUMNS(i.timeline_week_cells)))
+
     checks = [r(c.name) for c in b.model.checks()]
     b.section("Summary")
-    b.item("master_check", "Checks failing (0 = all fine)", "checks", SUM(*checks))
+    total = SUM(*checks)
+    b.item("master_check", "Checks failing (0 = all fine)", "checks", IF(ISERROR(total), 1, total),
+           "Counts a broken check cell as a failure too")
+
+    b.section("Warnings (plausibility: shown, not counted in the master check)")
+    b.warning("warn_training_within_a_year", "Training takes less than a year",
+              r("stretched_training_days") <= 365, "Add GPUs or check the throughput assumptions",
+              detail=words("Training takes ", ROUND(r("stretched_training_days"), 0), " days, over a year"))
+    ratio = r("tokens_per_param")
+    b.warning("warn_tokens_per_param", "Tokens per parameter near compute-optimal",
+              AND(ratio >= i.tokens_per_param_low, ratio <= i.tokens_per_param_high),
+              "Check the token count and the parameter count",
+              detail=words(ROUND(ratio, 1), " tokens per parameter is far from compute-optimal (~20)"))
+    b.warning("warn_staffing", "Someone is staffed", SUM(i.staff_headcount) > 0,
+              "Add the team to the staffing table on Inputs", detail=words("No staffing in the plan"))
+    b.warning("warn_staff_months", "Typed staffing months cover the project",
+              OR(COUNTA(i.staff_months).eq(0), MIN(i.staff_months) >= ROUND(r("project_months"), 1)),
+              "Blank the months to follow the project, or type the project's months",
+              detail=words("Staffing is paid for ", MIN(i.staff_months), " months, the project runs ",
+                           ROUND(r("project_months"), 1)))
+    b.warning("warn_storage_months", "Storage is held for the whole project",
+              r("storage_months_used") >= ROUND(r("project_months"), 1),
+              "Blank the months held to follow the project",
+              detail=words("Storage is paid for ", ROUND(r("storage_months_used"), 1),
+                           " months, the project runs ", ROUND(r("project_months"), 1)))
+    b.warning("warn_full_node", "At least one full node", i.gpu_count >= r("gpus_per_node"),
+              "Use whole nodes", detail=words("Fewer GPUs than one node: ", i.gpu_count, " GPUs"))
+    b.warning("warn_cost_per_gpu_hour", "All-in cost per GPU-hour in a plausible band",
+              AND(r("cost_per_gpu_hour_all_in") >= i.cost_per_gpu_hour_low,
+                  r("cost_per_gpu_hour_all_in") <= i.cost_per_gpu_hour_high),
+              "Check the prices (and the band on Inputs, for other currencies)",
+              detail=words("All-in cost per GPU-hour ", ROUND(r("cost_per_gpu_hour_all_in"), 2),
+                           " is outside ", i.cost_per_gpu_hour_low, "-", i.cost_per_gpu_hour_high))
+    b.warning("warn_params_match_shape", "Parameter count matches the shape",
+              ABS(r("model_params") / r("params_from_shape") - 1) <= i.params_tolerance,
+              "Blank the parameter override so the count follows the shape",
+              detail=words("Parameters ", ROUND(r("model_params") / 1000 / 1000 / 1000, 1),
+                           "B differ from the shape's ",
+                           ROUND(r("params_from_shape") / 1000 / 1000 / 1000, 1), "B"))
+    warnings = [r(w.name) for w in b.model.warnings()]
+    total = SUM(*warnings)
+    b.item("warning_count", "Warnings (do not block)", "checks", IF(ISERROR(total), 1, total))

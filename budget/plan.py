@@ -7,7 +7,6 @@ source a reviewer will read next to it. `build_plan` evaluates the model over th
 from __future__ import annotations
 
 import datetime as dt
-import difflib
 import math
 from dataclasses import dataclass, field
 from types import MappingProxyType
@@ -15,18 +14,13 @@ from typing import Mapping
 
 from .catalog import Catalog
 from .errors import Problem as _Problem, ScenarioError
-from .layout import (Candidate, Evaluator, Layout, NoLayoutFits, SearchResult, Space,
+from .layout import (LAYOUT_INPUTS, Candidate, Evaluator, Layout, NoLayoutFits, SearchResult, Space,
                      first_count_that_fits, search, smallest_count_for_deadline)
-from .model import ACCELERATOR_TABLE, ACTIVATION_TABLE, build_model
-from .scenario import PRECISIONS, Scenario, resolved_shape
+from .bind import InputValue, bind, excel_serial, from_serial, schema_paths  # noqa: F401 - re-exported
+from .lineitems import Model
+from .model import ACCELERATOR_TABLE, ACTIVATION_TABLE, SEARCH_INPUTS, SEARCH_ITEMS, build_model
+from .scenario import Scenario, resolved_shape
 
-
-
-@dataclass(frozen=True)
-class InputValue:
-    value: object          # float, str, tuple (ranges) or None (blank, optional input)
-    source: str
-    note: str = ""
 
 
 @dataclass(frozen=True)
@@ -56,9 +50,6 @@ ACTIVATION_MODES = {
     "full/yes": (0, 2, 0, FULL_OVERHEAD, "full recomputation with SP: the layer input is sharded "
                  "over TP, 2·sbh/t"),
 }
-LAYOUT_SCENARIO_KEYS = {"tp_size": "tp", "pp_size": "pp", "micro_batch_size": "micro_batch_size",
-                        "zero_stage": "zero_stage", "recompute": "recompute",
-                        "sequence_parallel": "sequence_parallel"}
 PLACEHOLDER_LAYOUT = {"tp_size": 1.0, "pp_size": 1.0, "micro_batch_size": 1.0, "zero_stage": 0.0,
                       "recompute": "none", "sequence_parallel": "no"}
 
@@ -73,6 +64,7 @@ class Plan:
     warnings: tuple[str, ...] = field(default=())
     layout: "LayoutChoice | None" = None
     candidate_values: tuple[Mapping[str, object], ...] = ()   # full model values per candidate
+    model: Model | None = None              # the model the values come from; writers read it
 
     def __getitem__(self, name: str):
         return self.values[name]
@@ -129,7 +121,7 @@ def accelerator_table(catalog: Catalog, scenario: Scenario | None = None) -> Tab
                     "inter_node_gbit_per_s", "typical_mfu"):
             fig = getattr(acc, col)
             row[col] = float(fig.value)
-            cites.append(f"{fig.source} ({fig.as_of.isoformat()})")
+            cites.append(fig.cite())
         if scenario and scenario.hardware.peak_tflops and acc.id == scenario.hardware.accelerator:
             row["peak_bf16_tflops"] = float(scenario.hardware.peak_tflops)
             cites[0] = (f"peak overridden by the scenario (hardware.peak_tflops); "
@@ -148,290 +140,34 @@ def activation_table() -> TableData:
 
 
 def resolve_inputs(s: Scenario, catalog: Catalog, scenario_file: str = "scenario") -> dict[str, InputValue]:
-    shape = resolved_shape(s, catalog)
-    acc = catalog.accelerator(s.hardware.accelerator)
-    user = _SourceNamer(s, scenario_file)
-    preset_src = (f"preset {s.model.preset}: {catalog.model(s.model.preset).source}"
-                  if s.model.preset else "")
-
-    def shaped(field_name: str, yaml_path: str) -> InputValue:
-        if getattr(s.model, field_name, None) is not None or (
-                field_name == "global_batch_sequences" and s.data.global_batch_sequences):
-            return user(yaml_path, float(shape[field_name]))
-        if field_name in shape.get("derived", ()):
-            return InputValue(float(shape[field_name]),
-                              "assumed from the parameter count: GPT-3's aspect ratio (hidden = 128 "
-                              "× layers, 128-wide heads), 4,096-token sequences, 32,000-token vocabulary",
-                              "set the model's shape in the scenario to replace it")
-        if shape.get("params_from_shape") and field_name == "params":
-            return InputValue(float(shape["params"]), "computed from the shape: 12·L·h² + (V + s)·h")
-        if shape.get("batch_defaulted") and field_name == "global_batch_sequences":
-            return InputValue(float(shape[field_name]), "default: about 4M tokens per step")
-        return InputValue(float(shape[field_name]), preset_src)
-
-    v: dict[str, InputValue] = {
-        "model_params": shaped("params", "model.params"),
-        "model_layers": shaped("layers", "model.layers"),
-        "hidden_size": shaped("hidden_size", "model.hidden_size"),
-        "attention_heads": shaped("attention_heads", "model.attention_heads"),
-        "seq_len": shaped("seq_len", "model.seq_len"),
-        "vocab_size": shaped("vocab_size", "model.vocab_size"),
-        "train_tokens": user("data.train_tokens", float(s.data.train_tokens)),
-        "global_batch_sequences": shaped("global_batch_sequences", "data.global_batch_sequences"),
-        "gpu_type": user("hardware.accelerator", acc.id, acc.name),
-        "gpu_count": (user("hardware.gpu_count", float(s.hardware.gpu_count))
-                      if s.hardware.gpu_count else InputValue(None, "set by the sizing below")),
-        "deadline_days": user("hardware.deadline_days", s.hardware.deadline_days,
-                              default="no deadline in the scenario"),
-        "mfu": _mfu(s, acc, catalog, user),
-        "layout_efficiency_override": _efficiency_override(s, user),
-        "reference_layout_efficiency": user(
-            "efficiency.reference_layout_efficiency", s.efficiency.reference_layout_efficiency,
-            default="default: what the Parallelism model gives a typical large, well-tuned run "
-                    "(GPT-3 175B on 512 H100, TP 8 x PP 8, ZeRO-1, selective recomputation: "
-                    "0.82); the "
-                    "catalog's typical MFU is read as the MFU of such a run"),
-        "tp_comm_exposed": user("efficiency.tp_comm_exposed", s.efficiency.tp_comm_exposed,
-                                default="default: Megatron's TP collectives sit on the critical path"),
-        "dp_comm_exposed": user("efficiency.dp_comm_exposed", s.efficiency.dp_comm_exposed,
-                                default="default: assumption; gradient reduction mostly overlaps the "
-                                        "backward pass"),
-        "split_margin": user("sizing.split_margin", s.sizing.split_margin,
-                             default="default: assumption; seed 000 asks for a margin, gives no figure"),
-        "spare_nodes": user("sizing.spare_nodes", float(s.sizing.spare_nodes),
-                            default="default: one spare node (seed 000; BLOOM kept 4 beside 48)"),
-        "usable_memory_fraction": user("hardware.usable_memory_fraction",
-                                       s.hardware.usable_memory_fraction,
-                                       default="default: planners count 85-90% of HBM as usable"),
-        **_layout_pins(s, user),
-        "flash_attention": user("memory.flash_attention", "yes" if s.memory.flash_attention else "no",
-                                default="default: yes, as every current training stack (seed 002 section 7.3)"),
-        "activation_gb_override": user("memory.activation_gb_per_microbatch",
-                                       s.memory.activation_gb_per_microbatch,
-                                       default="blank: the Korthikanti formula on the Memory sheet"),
-        "price_per_gpu_hour": user("prices.per_gpu_hour", s.prices.per_gpu_hour),
-        "price_per_gb_month": user("prices.storage_per_gb_month", s.prices.storage_per_gb_month,
-                                   default="default: AWS S3 Standard list price, first 50 TB"),
-        "network_per_gpu_hour": user("prices.network",
-                                     0.0 if s.prices.network == "included" else float(s.prices.network),
-                                     note="'included' in the scenario" if s.prices.network == "included" else ""),
-        "raw_bytes_per_token": user("storage.raw_bytes_per_token", s.storage.raw_bytes_per_token,
-                                    default="default: UTF-8 English averages about 4 bytes per BPE token"),
-        "tokenized_bytes_per_token": _token_bytes(s, shape, user),
-        "dataset_gb_override": user("storage.dataset_gb", s.storage.dataset_gb,
-                                    default="blank: raw + tokenized, on the Schedule sheet"),
-        "checkpoints_kept": user("storage.checkpoints_kept", float(s.storage.checkpoints_kept),
-                                 default="default: keep the last 3 (seed 000: keep the latest few)"),
-        "checkpoint_storage_gb_override": user("storage.checkpoint_gb", s.storage.checkpoint_gb,
-                                               default="blank: K full checkpoints, on the Schedule sheet"),
-        "storage_months": user("storage.months_held", s.storage.months_held,
-                               default="default: six months"),
-        "storage_write_gb_per_s": user("storage.write_gb_per_s", s.storage.write_gb_per_s,
-                                       default="default: BLOOM saved 2.3 TB in about 40 s (~57 GB/s)"),
-        "storage_read_gb_per_s": user("storage.read_gb_per_s", s.storage.read_gb_per_s,
-                                      default="default: assumed equal to the write bandwidth"),
-        **_schedule_inputs(s, user),
-        "buffer_rate": user("buffer_rate", s.buffer_rate,
-                            default="default: seed 002 section 8, at least 20%"),
-        "flops_per_param_token": InputValue(6.0, "Kaplan et al. 2020; seed 002 section 1"),
-        "bytes_per_gb": InputValue(1e9, "SI: 1 GB = 10^9 bytes, used for every size in this book"),
-        "flops_per_tflop": InputValue(1e12, "SI: tera = 10^12"),
-        "bits_per_byte": InputValue(8.0, "definition"),
-        "activation_bytes_per_element": InputValue(2.0, "bf16 activations"),
-        "tp_collectives_per_layer": InputValue(4.0, "Megatron-LM: 2 all-reduces forward, 2 backward "
-                                                    "per transformer layer (Shoeybi et al. 2019)"),
-        "zero3_comm_factor": InputValue(1.5, "ZeRO (Rajbhandari et al. 2020), section 7: stage 3 "
-                                             "moves 1.5x the data of plain data parallelism"),
-    }
-    wb, gb, ob, why = PRECISIONS[s.memory.precision]
-    precision = user("memory.precision", s.memory.precision)
-    for name, val in (("weight_bytes_per_param", wb), ("grad_bytes_per_param", gb),
-                      ("optimizer_bytes_per_param", ob)):
-        v[name] = InputValue(float(val), f"{precision.source}: {s.memory.precision}", why)
-    v.update(_staffing(s, user))
-    user.ensure_sources_used()
-    return v
-
-
-class _SourceNamer:
-    """Builds InputValues whose source says where in the scenario the value came from."""
-
-    def __init__(self, s: Scenario, scenario_file: str):
-        self.s, self.file = s, scenario_file
-        self.explicit = _explicit_paths(s)
-
-    def source_of(self, path: str) -> str:
-        cited = self.s.sources.get(path)
-        return f"scenario {self.file}: {path}" + (f" ({cited})" if cited else "")
-
-    def __call__(self, path: str, value, note: str = "", default: str | None = None) -> InputValue:
-        if default is not None and path not in self.explicit:
-            return InputValue(value, default, note)
-        return InputValue(value, self.source_of(path), note)
-
-    def ensure_sources_used(self) -> None:
-        """`sources` keys must be field paths of the scenario schema: a typo cites nothing."""
-        unknown = sorted(set(self.s.sources) - SCHEMA_PATHS)
-        if unknown:
-            close = difflib.get_close_matches(unknown[0], sorted(SCHEMA_PATHS), n=1)
-            hint = f"did you mean '{close[0]}'? " if close else ""
-            raise ScenarioError(self.file, [_Problem(
-                f"sources.{unknown[0]}", "cites no field of the scenario",
-                f"{hint}key sources by a field path such as prices.per_gpu_hour")])
-
-
-def _schema_paths() -> frozenset[str]:
-    """Every field path a scenario can set: top-level keys and section.key."""
-    paths = set()
-    for name, info in Scenario.model_fields.items():
-        paths.add(name)
-        section = info.annotation
-        if isinstance(section, type) and hasattr(section, "model_fields"):
-            paths |= {f"{name}.{field}" for field in section.model_fields}
-    return frozenset(paths)
-
-
-SCHEMA_PATHS = _schema_paths()
-
-
-def _explicit_paths(s: Scenario) -> set[str]:
-    out = set()
-    for section_name in type(s).model_fields:
-        section = getattr(s, section_name)
-        if hasattr(section, "model_fields_set"):
-            out |= {f"{section_name}.{f}" for f in section.model_fields_set}
-    out |= {f for f in s.model_fields_set}
-    return out
-
-
-def _layout_pins(s: Scenario, user: _SourceNamer) -> dict[str, InputValue]:
-    out = {}
-    for name, key in LAYOUT_SCENARIO_KEYS.items():
-        value = getattr(s.parallelism, key)
-        if value is None:
-            out[name] = InputValue(None, "chosen by the layout search")
-        elif key == "sequence_parallel":
-            out[name] = user(f"parallelism.{key}", "yes" if value else "no")
-        elif key == "recompute":
-            out[name] = user(f"parallelism.{key}", value)
-        else:
-            out[name] = user(f"parallelism.{key}", float(value))
-    return out
-
-
-def _efficiency_override(s: Scenario, user: _SourceNamer) -> InputValue:
-    if s.efficiency.layout_efficiency is not None:
-        return user("efficiency.layout_efficiency", s.efficiency.layout_efficiency)
-    for key in ("mfu", "effective_tflops"):
-        if getattr(s.hardware, key) is not None:
-            return InputValue(1.0, f"hardware.{key} is an all-in figure, so layout losses are "
-                                   "already in it", "blank it to let the Parallelism model scale the MFU")
-    return InputValue(None, "blank: the Parallelism sheet's model")
-
-
-def _mfu(s: Scenario, acc, catalog: Catalog, user: _SourceNamer) -> InputValue:
-    peak = s.hardware.peak_tflops or acc.peak_bf16_tflops.value
-    if s.hardware.mfu is not None:
-        return user("hardware.mfu", float(s.hardware.mfu))
-    if s.hardware.baseline_mfu is not None:
-        return user("hardware.baseline_mfu", float(s.hardware.baseline_mfu))
-    if s.hardware.effective_tflops is not None:
-        return InputValue(s.hardware.effective_tflops / peak,
-                          f"{user.source_of('hardware.effective_tflops')}: "
-                          f"{s.hardware.effective_tflops:g} TFLOPS ÷ peak {peak:g}",
-                          "kept as a fraction so that another accelerator's peak scales it")
-    fig = acc.typical_mfu
-    return InputValue(fig.value, f"catalog: {catalog.cite(fig.source)} ({fig.as_of.isoformat()})",
-                      fig.note)
-
-
-def _token_bytes(s: Scenario, shape: dict, user: _SourceNamer) -> InputValue:
-    if s.storage.tokenized_bytes_per_token is not None:
-        return user("storage.tokenized_bytes_per_token", s.storage.tokenized_bytes_per_token)
-    width = 2 if shape["vocab_size"] <= 65536 else 4
-    return InputValue(float(width), f"default: token ids as uint{width * 8} for a "
-                                    f"{shape['vocab_size']:,}-token vocabulary")
-
-
-EXCEL_EPOCH = dt.date(1899, 12, 30)
-
-
-def excel_serial(day: dt.date) -> float:
-    """A date as a spreadsheet serial number (days since 1899-12-30)."""
-    return float((day - EXCEL_EPOCH).days)
-
-
-def from_serial(serial: float) -> dt.date:
-    return EXCEL_EPOCH + dt.timedelta(days=int(serial))
-
-
-def _schedule_inputs(s: Scenario, user: _SourceNamer) -> dict[str, InputValue]:
-    sc, rel = s.schedule, s.reliability
-    assumed = "default: assumption"
-    return {
-        "queue_days": user("schedule.queue_days", sc.queue_days,
-                           default="default: assumption; seed 000 says larger jobs queue longer, gives no figure"),
-        "setup_days": user("schedule.setup_days", sc.setup_days,
-                           default="default: assumption; a week when images are not prebuilt (seed 000)"),
-        "transfer_gbit_per_s": user("schedule.transfer_gbit_per_s", sc.transfer_gbit_per_s,
-                                    default="default: assumption; a 10 Gbit/s link"),
-        "interruption_rate_per_gpu_hour": user(
-            "reliability.interruption_rate_per_gpu_hour", rel.interruption_rate_per_gpu_hour,
-            default="default: Llama 3 405B, 419 unexpected interruptions in 54 days on 16,384 H100 "
-                    "(Llama Team 2024, section 3.3.4; seed 000: one every ~3 hours)"),
-        "failure_detect_minutes": user("reliability.failure_detect_minutes", rel.failure_detect_minutes,
-                                       default=assumed),
-        "node_replace_minutes": user("reliability.node_replace_minutes", rel.node_replace_minutes,
-                                     default="default: assumption; a spare node is already reserved"),
-        "checkpoint_interval_steps_override": user(
-            "reliability.checkpoint_interval_steps", rel.checkpoint_interval_steps,
-            default="blank: the Young/Daly optimum on the Schedule sheet"),
-        "start_date": user("schedule.start_date", excel_serial(sc.start_date),
-                           default="default: a placeholder start; set schedule.start_date"),
-        "data_prep_weeks": user("schedule.data_prep_weeks", sc.data_prep_weeks,
-                                default="default: seed 002, weeks 1-2"),
-        "validation_weeks": user("schedule.validation_weeks", sc.validation_weeks,
-                                 default="default: seed 002, weeks 3-4"),
-        "validation_gpus": user("schedule.validation_gpus", float(sc.validation_gpus),
-                                default="default: seed 002, 8-16 GPUs"),
-        "scaling_weeks": user("schedule.scaling_weeks", sc.scaling_weeks,
-                              default="default: seed 002, weeks 5-8"),
-        "scaling_gpus": user("schedule.scaling_gpus", float(sc.scaling_gpus),
-                             default="default: seed 002, 64-128 GPUs"),
-        "evaluation_weeks": user("schedule.evaluation_weeks", sc.evaluation_weeks,
-                                 default="default: seed 002, weeks 25-26"),
-        "deployment_weeks": user("schedule.deployment_weeks", sc.deployment_weeks,
-                                 default="default: seed 002, weeks 27-28"),
-    }
-
-
-def _staffing(s: Scenario, user: _SourceNamer) -> dict[str, InputValue]:
-    roles = s.staffing
-    src = user("staffing", None).source if roles else "no staffing in the scenario"
-    if not roles:
-        return {"staff_role": InputValue(("(none)",), src), "staff_headcount": InputValue((0.0,), src),
-                "staff_monthly_cost": InputValue((0.0,), src), "staff_months": InputValue((0.0,), src)}
-    return {
-        "staff_role": InputValue(tuple(r.role for r in roles), src),
-        "staff_headcount": InputValue(tuple(float(r.headcount) for r in roles), src),
-        "staff_monthly_cost": InputValue(tuple(float(r.monthly_cost) for r in roles), src),
-        "staff_months": InputValue(tuple(float(r.months) for r in roles), src),
-    }
+    return bind(build_model(), s, catalog, scenario_file)
 
 
 def build_plan(s: Scenario, catalog: Catalog, scenario_id: str = "scenario",
                scenario_file: str | None = None) -> Plan:
+    """bind → tables → size and lay out → evaluate; the Plan carries the model it was built from."""
     file = scenario_file or f"{scenario_id}.yaml"
-    inputs = resolve_inputs(s, catalog, file)
+    catalog = catalog.with_accelerators(s.catalog.accelerators)
+    model = build_model()
+    inputs = bind(model, s, catalog, file)
     tables = {ACCELERATOR_TABLE: accelerator_table(catalog, s), ACTIVATION_TABLE: activation_table()}
     lookups = {name: t.lookup() for name, t in tables.items()}
-    model = build_model()
+    inputs.update(_structure(inputs, weeks=0))
     try:
         layout = size_and_lay_out(s, catalog, inputs, lookups)
     except NoLayoutFits as err:
         raise ScenarioError(file, [_no_layout_problem(s, str(err))]) from None
     inputs.update(layout.inputs)
-    values = _evaluate(model, {k: iv.value for k, iv in inputs.items()}, lookups, file)
+    searched = "yes" if layout.search is not None else "no"
+    inputs["layout_searched"] = InputValue(searched, "whether the planner's layout search chose the "
+                                                     "GPU count or layout of this workbook")
+    values = _evaluate(model, _values(inputs), lookups, file)
+    # What the search saw, kept beside the inputs (and the Timeline grid, sized for edits):
+    # the checks compare the live cells with these.
+    weeks = min(max(TIMELINE_MIN_WEEKS, 2 * math.ceil(min(values["project_weeks"], TIMELINE_MAX_WEEKS))),
+                TIMELINE_MAX_WEEKS)
+    inputs.update(_structure(inputs, weeks, values))
+    values = _evaluate(model, _values(inputs), lookups, file)
     if values["failure_fraction"] >= 1:
         raise ScenarioError(file, [_Problem(
             "reliability.interruption_rate_per_gpu_hour",
@@ -440,12 +176,33 @@ def build_plan(s: Scenario, catalog: Catalog, scenario_id: str = "scenario",
             "lower the rate, restart faster (reliability.*), write checkpoints faster "
             "(storage.write_gb_per_s) or use fewer GPUs")])
     candidates = tuple(
-        MappingProxyType(model.evaluate({**{k: iv.value for k, iv in inputs.items()},
-                                         **c.layout.as_inputs()}, lookups))
+        MappingProxyType(model.evaluate({**_values(inputs), **c.layout.as_inputs()}, lookups))
         for c in layout.candidates)
     _check_displayable(model, s, values, candidates, file)
     return Plan(s, scenario_id, MappingProxyType(inputs), MappingProxyType(values),
-                MappingProxyType(tables), tuple(_warnings(values)), layout, candidates)
+                MappingProxyType(tables), tuple(_warnings(model, values)), layout, candidates, model)
+
+
+TIMELINE_MIN_WEEKS = 104   # two years of week columns, at least twice the generated project
+TIMELINE_MAX_WEEKS = 5300  # a century (the longest project accepted) fits a sheet's 16,384 columns
+SCHEMA_PATHS = schema_paths()
+
+
+def _values(inputs: Mapping[str, InputValue]) -> dict[str, object]:
+    return {k: iv.value for k, iv in inputs.items()}
+
+
+def _structure(inputs: Mapping[str, InputValue], weeks: int,
+               values: Mapping[str, object] | None = None) -> dict[str, InputValue]:
+    """The workbook-structure inputs and the values at generation (gen_<name>)."""
+    out = {"layout_searched": inputs.get("layout_searched", InputValue("no", "")),
+           "staff_rows_below": InputValue((), "the cells below the staffing table"),
+           "catalog_rows_below": InputValue((), "the cells below the accelerator catalog"),
+           "timeline_week_cells": InputValue(tuple(range(weeks)), "the Timeline sheet's week columns")}
+    for name in (*SEARCH_INPUTS, *SEARCH_ITEMS):
+        value = values[name] if values is not None else (inputs[name].value if name in inputs else None)
+        out[f"gen_{name}"] = InputValue(value, "the value when the planner chose the GPU count and layout")
+    return out
 
 
 @dataclass(frozen=True)
@@ -471,7 +228,7 @@ def size_and_lay_out(s: Scenario, catalog: Catalog, inputs: dict[str, InputValue
     acc = catalog.accelerator(s.hardware.accelerator)
     gpn = int(acc.gpus_per_node.value)
     pins = {name: iv.value for name, iv in inputs.items()
-            if name in LAYOUT_SCENARIO_KEYS and iv.value is not None}
+            if name in LAYOUT_INPUTS and iv.value is not None}
     base = {k: iv.value for k, iv in inputs.items()}
     base.update({k: v for k, v in PLACEHOLDER_LAYOUT.items() if k not in pins})
     base["gpu_count"] = base["gpu_count"] or float(gpn)
@@ -479,7 +236,7 @@ def size_and_lay_out(s: Scenario, catalog: Catalog, inputs: dict[str, InputValue
     space = Space(shape["attention_heads"], shape["layers"], shape["global_batch_sequences"], gpn, pins)
     given = s.hardware.gpu_count
 
-    if given and len(pins) == len(LAYOUT_SCENARIO_KEYS):
+    if given and len(pins) == len(LAYOUT_INPUTS):
         pinned = evaluate(Layout.from_inputs(pins), given)
         fit = "fits" if pinned.fits else "does NOT fit"
         text = (f"Layout pinned by the scenario: {pinned.layout.describe(pinned.values['dp_size'])}; "
@@ -509,7 +266,7 @@ def size_and_lay_out(s: Scenario, catalog: Catalog, inputs: dict[str, InputValue
     chosen = result.best.layout.as_inputs()
     rank = f"layout search: best of {result.fitting:,} fitting layouts (Parallelism sheet)"
     layout_inputs = {name: (inputs[name] if name in pins else InputValue(chosen[name], rank))
-                     for name in LAYOUT_SCENARIO_KEYS}
+                     for name in LAYOUT_INPUTS}
     if count_source:
         layout_inputs["gpu_count"] = InputValue(float(result.gpu_count), count_source)
     return LayoutChoice(mode, result, result.ranked + result.rejected, layout_inputs,
@@ -538,7 +295,7 @@ def _evaluate(model, inputs: dict, lookups: Mapping, file: str) -> dict:
     """Evaluate the model; a division by zero names the line item it happened in."""
     try:
         return model.evaluate(inputs, lookups)
-    except ZeroDivisionError:
+    except (ZeroDivisionError, OverflowError, ValueError):
         from .formula import compile_items
         env = dict(inputs)
         for item in model.items.values():
@@ -548,6 +305,11 @@ def _evaluate(model, inputs: dict, lookups: Mapping, file: str) -> dict:
                 raise ScenarioError(file, [_Problem(
                     item.name, f"'{item.label}' divides by zero with these inputs",
                     "check the inputs it uses for zeros: " + ", ".join(sorted(item.expr.refs())))]) from None
+            except (OverflowError, ValueError):
+                raise ScenarioError(file, [_Problem(
+                    item.name, f"'{item.label}' cannot be computed with these inputs",
+                    "check the inputs it uses for extreme values: "
+                    + ", ".join(sorted(item.expr.refs())))]) from None
         raise
 
 
@@ -582,5 +344,14 @@ def failing(values: Mapping[str, object]) -> list:
     return [c for c in build_model().checks() if values[c.name] != 0]
 
 
-def _warnings(values: Mapping[str, object]) -> list[str]:
-    return [f"check failing: {c.label}. {c.fix}" for c in failing(values)]
+def _warnings(model: Model, values: Mapping[str, object]) -> list[str]:
+    """One line per failing check, then per plausibility warning, in the model's words."""
+    return ([f"check failing: {_detail(c, values)}. {c.fix}" for c in failing(values)]
+            + [f"warning: {_detail(w, values)}. {w.fix}" for w in model.warnings() if values[w.name]])
+
+
+def _detail(item, values: Mapping[str, object]) -> str:
+    if item.detail is None:
+        return item.label
+    from .formula import compile_items
+    return compile_items([("_", item.detail)])(dict(values), {})["_"]

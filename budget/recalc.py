@@ -94,6 +94,8 @@ def relative_difference(got, want) -> float:
     """0 when equal; for numbers |got - want| / max(|want|, tiny); inf when types differ."""
     if isinstance(want, bool):
         want = float(want)
+    if want == "" and got is None:
+        return 0.0   # a formula giving empty text reads back as an empty cell
     if isinstance(want, str) or isinstance(got, str):
         return 0.0 if str(got).lower() == str(want).lower() else math.inf
     if isinstance(got, (dt.datetime, dt.date)):

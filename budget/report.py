@@ -30,7 +30,7 @@ SEGMENTS = (("queue_days", "Queue wait"), ("setup_days", "Setup"), ("transfer_da
 COST_LINES = (("billed_rental_cost", "GPU rental, billed"), ("experiment_cost", "Validation and scaling runs"),
               ("network_cost", "Network"), ("storage_cost", "Storage"), ("staffing_cost", "Staffing"),
               ("buffer_cost", "Contingency buffer"))
-KEY_INPUTS = ("model_params", "train_tokens", "gpu_type", "gpu_count", "mfu", "tp_size", "pp_size",
+KEY_INPUTS = ("model_params", "train_tokens", "gpu_type", "gpu_count", "baseline_mfu", "tp_size", "pp_size",
               "zero_stage", "recompute", "price_per_gpu_hour", "price_per_gb_month", "buffer_rate",
               "queue_days", "setup_days", "interruption_rate_per_gpu_hour", "storage_write_gb_per_s",
               "start_date")
@@ -83,10 +83,13 @@ def report_context(plan: Plan) -> dict:
              for name, label in COST_LINES]
     assumptions = []
     for name in KEY_INPUTS:
-        d, iv = model.inputs[name], plan.inputs[name]
-        assumptions.append({"label": d.label, "value": _value(name, iv.value, d.unit),
+        if name in model.items:       # derived in the workbook from inputs: say how
+            d, value, source = model.items[name], v[name], model.items[name].note
+        else:
+            d, value, source = model.inputs[name], plan.inputs[name].value, plan.inputs[name].source
+        assumptions.append({"label": d.label, "value": _value(name, value, d.unit),
                             "unit": "" if d.unit in {"text", "date"} else d.unit.replace("currency", cur),
-                            "source": iv.source})
+                            "source": source})
     failures = [_failure_row(name, label, v[name], model.items[name].unit)
                 for name, label in (
                     ("job_mtbi_hours", "Mean time between interruptions of the job"),

@@ -227,8 +227,15 @@ PRECISIONS = {
 }
 
 
+BytesPerParam = _number(ge=0, le=64)
+
+
 class MemorySection(_Section):
+    """`precision` names a preset of bytes per parameter; the three byte counts override it."""
     precision: Literal["mixed_bf16_adam", "bf16_adam", "mixed_bf16_adam8bit"] = "mixed_bf16_adam"
+    weight_bytes_per_param: BytesPerParam | None = None
+    grad_bytes_per_param: BytesPerParam | None = None
+    optimizer_bytes_per_param: BytesPerParam | None = None
     flash_attention: bool = True
     activation_gb_per_microbatch: _number(ge=1e-6, le=1e6) | None = None
 
@@ -247,7 +254,7 @@ class StorageSection(_Section):
     dataset_gb: Gigabytes | None = None
     checkpoints_kept: _whole(ge=0, le=1_000_000) = 3
     checkpoint_gb: Gigabytes | None = None
-    months_held: Months = 6.0
+    months_held: Months | None = None      # default: the project's length, live in the workbook
     write_gb_per_s: Bandwidth = 50.0
     read_gb_per_s: Bandwidth = 50.0
 
@@ -282,7 +289,59 @@ class StaffRole(_Section):
     role: SafeText
     headcount: Headcount
     monthly_cost: _number(ge=0, le=1e12)
-    months: Months
+    months: Months | None = None           # default: the project's length, live in the workbook
+
+
+class PlausibilitySection(_Section):
+    """Bands for the warnings that do not block approval (see the Checks sheet)."""
+    tokens_per_param_low: _number(ge=0, le=1e6) = 5.0
+    tokens_per_param_high: _number(ge=0, le=1e6) = 2000.0
+    cost_per_gpu_hour_low: Money = 0.5
+    cost_per_gpu_hour_high: Money = 20.0
+    params_tolerance: _number(ge=0, le=1) = 0.1
+
+
+class ConstantsSection(_Section):
+    """Conventions the formulas use; a reviewer may change one in the workbook (import keeps it).
+    Bounds admit the variants people use (GiB, 8·N·D with recomputation, fp32 activations)."""
+    flops_per_param_token: _number(ge=2, le=12) = 6.0
+    bytes_per_gb: _number(ge=1e9, le=2 ** 30) = 1e9
+    flops_per_tflop: _number(ge=1e12, le=1e12) = 1e12
+    bits_per_byte: _number(ge=8, le=8) = 8.0
+    activation_bytes_per_element: _number(ge=1, le=4) = 2.0
+    tp_collectives_per_layer: _number(ge=0, le=16) = 4.0
+    zero3_comm_factor: _number(ge=1, le=3) = 1.5
+    token_id_bytes: _number(ge=1, le=8) = 2.0
+    small_vocab_limit: _number(ge=256, le=2 ** 32) = 65536.0
+
+
+class AcceleratorRow(_Section):
+    """An accelerator added to (or replacing one of) catalogs/accelerators.yaml for this scenario,
+    as a reviewer types a row on the workbook's Catalog sheet."""
+    id: Annotated[str, Field(pattern=r"^[a-z0-9_]{1,64}$")]
+    name: SafeText
+    vendor: SafeText = ""
+    peak_bf16_tflops: Tflops
+    hbm_gb: _number(gt=0, le=1e6)
+    gpus_per_node: _whole(gt=0, le=4096)
+    intra_node_gb_per_s: Bandwidth
+    inter_node_gbit_per_s: Bandwidth
+    typical_mfu: Fraction
+    source: LongText
+
+
+class CatalogSection(_Section):
+    accelerators: list[AcceleratorRow] = []
+
+    @field_validator("accelerators")
+    @classmethod
+    def _few_rows(cls, rows):
+        if len(rows) > 50:
+            raise rule_error("more than 50 accelerator rows", "keep at most 50")
+        ids = [r.id for r in rows]
+        if len(set(ids)) != len(ids):
+            raise rule_error("an accelerator id appears twice", "give each id once")
+        return rows
 
 
 class Scenario(_Section):
@@ -301,6 +360,9 @@ class Scenario(_Section):
     reliability: ReliabilitySection = ReliabilitySection()
     staffing: list[StaffRole] = []
     buffer_rate: _number(ge=0, le=1) = 0.20
+    plausibility: PlausibilitySection = PlausibilitySection()
+    constants: ConstantsSection = ConstantsSection()
+    catalog: CatalogSection = CatalogSection()
     sources: dict[SafeText, LongText] = {}
 
     @field_validator("staffing")
@@ -314,6 +376,7 @@ class Scenario(_Section):
     def _rules(self, info: ValidationInfo):
         catalog: Catalog | None = (info.context or {}).get("catalog")
         if catalog is not None:
+            catalog = catalog.with_accelerators(self.catalog.accelerators)
             _check_catalog_refs(self, catalog)
         shape = resolved_shape(self, catalog)
         if shape is not None:

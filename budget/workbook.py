@@ -15,7 +15,7 @@ import io
 from dataclasses import dataclass, field
 
 from openpyxl import Workbook
-from openpyxl.formatting.rule import CellIsRule, FormulaRule
+from openpyxl.formatting.rule import FormulaRule
 from openpyxl.styles import Alignment, Border, Font, NamedStyle, PatternFill, Protection, Side
 from openpyxl.utils import get_column_letter
 from openpyxl.workbook.defined_name import DefinedName
@@ -24,7 +24,8 @@ from openpyxl.worksheet.datavalidation import DataValidation
 from . import __version__
 from .lineitems import InputDef, Item
 from .model import build_model
-from .plan import Plan
+from .model import ACCELERATOR_TABLE
+from .plan import Plan, from_serial
 from .reproducible import normalise_xlsx
 
 CALC_SHEETS = ("Memory", "Parallelism", "Compute", "Schedule", "Timeline", "Cost", "Checks")
@@ -46,8 +47,13 @@ INPUT_FILL = PatternFill("solid", fgColor="FFF2CC")
 INPUT_FONT = Font(color="0000FF")
 HEADER_FILL = PatternFill("solid", fgColor="D9E1F2")
 SECTION_FONT = Font(bold=True, color="1F4E79")
-OK_FILL = PatternFill("solid", fgColor="C6EFCE")
-BAD_FILL = PatternFill("solid", fgColor="FFC7CE")
+# Conditional-format fills: Excel paints a dxf fill from its bgColor, LibreOffice from fgColor.
+OK_RULE_FILL = PatternFill("solid", start_color="C6EFCE", end_color="C6EFCE")
+BAD_RULE_FILL = PatternFill("solid", start_color="FFC7CE", end_color="FFC7CE")
+WARN_RULE_FILL = PatternFill("solid", start_color="FFEB9C", end_color="FFEB9C")
+CHANGED_FILL = PatternFill("solid", start_color="F8CBAD", end_color="F8CBAD")
+SPARE_ROWS = 10       # unlocked blank rows inside each growable table
+BELOW_ROWS = 5        # rows under a table watched by check_tables_closed
 THIN = Side(style="thin", color="BFBFBF")
 
 
@@ -117,7 +123,7 @@ def put_text(cell, text: str) -> None:
 class _Writer:
     def __init__(self, plan: Plan):
         self.plan = plan
-        self.model = build_model()
+        self.model = plan.model or build_model()
         self.currency = plan.scenario.prices.currency
         self.wb = Workbook()
         self.result = WorkbookResult(b"")
@@ -205,13 +211,16 @@ class _Writer:
         self.title(ws, "Inputs: every assumption of the plan",
                    "Blue on yellow cells are inputs: change them and the whole book recomputes. "
                    "Blank optional inputs fall back to the formula named in the note.")
-        self.header(ws, 4, ["Assumption", "Value", "Unit", "Source", "Note", "Name in formulas"])
-        singles = [d for d in self.model.inputs.values() if not d.kind.startswith("range")]
-        ranges = [d for d in self.model.inputs.values() if d.kind.startswith("range")]
+        self.header(ws, 4, ["Assumption", "Value", "Unit", "Source", "Note", "Name in formulas",
+                            "At generation"])
+        defs = [d for d in self.model.inputs.values() if d.on_inputs_sheet]
+        singles = [d for d in defs if not d.is_range and not d.kind.startswith("generated")]
+        ranges = [d for d in defs if d.is_range]
         row = self.sectioned_rows(ws, 5, singles, self.input_row)
         row = self.range_table(ws, row + 1, ranges)
+        row = self.generation_block(ws, row + 2)
         self.candidate_inputs(ws, row + 2)
-        self.widths(ws, [46, 20, 22, 60, 50, 26])
+        self.widths(ws, [46, 20, 22, 60, 50, 26, 16])
         ws.freeze_panes = "B5"
         self.page_setup(ws)
 
@@ -223,39 +232,101 @@ class _Writer:
         if self.unit_text(d.unit):
             put_text(ws.cell(row, 3), self.unit_text(d.unit))
         put_text(ws.cell(row, 4), iv.source)
-        if iv.note:
+        if d.name == "gpu_type":       # the product name, live beside the drop-down
+            self.formula(ws, row, 5, "accelerator_name", self.plan.values["accelerator_name"], None)
+        elif iv.note:
             put_text(ws.cell(row, 5), iv.note)
         put_text(ws.cell(row, 6), d.name)
         ws.cell(row, 6).font = Font(color="7F7F7F")
         self.define(d.name, ws, f"$B${row}")
         self.validate(ws, cell.coordinate, d)
+        twin = f"gen_{d.name}"
+        if twin in self.model.inputs:   # the value the layout search saw, kept visibly
+            self.generated_value(ws, row, 7, twin, d.unit)
+            changed = FormulaRule(formula=[f"$B{row}<>$G{row}"], fill=CHANGED_FILL)
+            ws.conditional_formatting.add(f"A{row}:G{row}", changed)
+
+    def generated_value(self, ws, row: int, col: int, name: str, unit: str) -> None:
+        cell = ws.cell(row, col)
+        value = self.plan.inputs[name].value
+        if isinstance(value, str):
+            put_text(cell, value)
+        else:
+            cell.value = value
+            fmt = number_format(unit)
+            if fmt:
+                cell.number_format = fmt
+        cell.font = Font(color="595959")
+        self.define(name, ws, f"${get_column_letter(col)}${row}")
+
+    def generation_block(self, ws, row: int) -> int:
+        """What the layout search saw besides the inputs above (column G): the catalog figures
+        it read and whether it ran. The check on the Checks sheet compares them with the live cells."""
+        ws.cell(row, 1, "At generation: what the layout search saw").font = SECTION_FONT
+        row += 1
+        put_text(ws.cell(row, 1), "Column G keeps each input the search used as it was at "
+                                  "generation; rows that differ turn orange. These are the figures "
+                                  "it read from the Catalog. Locked: they record, not assume.")
+        ws.cell(row, 1).font = Font(italic=True, color="595959")
+        for d in self.model.inputs.values():
+            source = d.name.removeprefix("gen_")
+            if not d.kind.startswith("generated") or (source != d.name and source in self.model.inputs):
+                continue
+            row += 1
+            put_text(ws.cell(row, 1), d.label)
+            self.generated_value(ws, row, 2, d.name, d.unit)
+            if self.unit_text(d.unit):
+                put_text(ws.cell(row, 3), self.unit_text(d.unit))
+            if source in self.model.items:
+                self.formula(ws, row, 5, f'IF({source}={d.name},"","now "&{source})',
+                             "", None)
+            put_text(ws.cell(row, 6), d.name)
+            ws.cell(row, 6).font = Font(color="7F7F7F")
+        return row
 
     def validate(self, ws, coord: str, d: InputDef) -> None:
+        """Data validation as strict as the scenario schema (divisors above 0), with the unit and
+        a line of help shown when the reviewer selects the cell."""
+        dv = self._validation(d)
+        if dv is None:
+            dv = DataValidation(type="custom", formula1="TRUE")   # a carrier for the input message
+            dv.showErrorMessage = False
+        else:
+            dv.errorTitle = "Invalid input"
+            dv.showErrorMessage = True
+        unit = self.unit_text(d.unit)
+        dv.promptTitle = d.label[:32]
+        dv.prompt = "; ".join(p for p in (f"Unit: {unit}" if unit else "", d.help) if p)[:255]
+        dv.showInputMessage = bool(dv.prompt)
+        dv.add(coord)
+        ws.add_data_validation(dv)
+
+    def _validation(self, d: InputDef) -> DataValidation | None:
         if d.kind == "choice":
             source = d.choices_from or '"' + ",".join(d.choices or ()) + '"'
             dv = DataValidation(type="list", formula1=source, allow_blank=False)
             dv.error = f"Pick one of the listed values for {d.label}."
-        elif d.kind == "date":
+            return dv
+        if d.kind == "date":
             dv = DataValidation(type="date", operator="greaterThan", formula1="1")
             dv.error = f"{d.label} must be a date."
-        elif d.kind in {"integer", "number", "fraction", "range"}:
-            kind = "whole" if d.kind == "integer" else "decimal"
-            if d.minimum is not None and d.maximum is not None:
-                dv = DataValidation(type=kind, operator="between",
-                                    formula1=_num(d.minimum), formula2=_num(d.maximum))
-                dv.error = f"{d.label} must be between {_num(d.minimum)} and {_num(d.maximum)}."
-            elif d.minimum is not None:
-                dv = DataValidation(type=kind, operator="greaterThanOrEqual", formula1=_num(d.minimum))
-                dv.error = f"{d.label} must be at least {_num(d.minimum)}."
-            else:
-                return
-            dv.allow_blank = d.optional
+            return dv
+        if d.kind not in {"integer", "number", "fraction", "range"} or d.minimum is None:
+            return None
+        kind = "whole" if d.kind == "integer" else "decimal"
+        low = _num(d.minimum)
+        if d.maximum is not None and not d.positive:
+            dv = DataValidation(type=kind, operator="between", formula1=low, formula2=_num(d.maximum))
+            dv.error = f"{d.label} must be between {low} and {_num(d.maximum)}."
+        elif d.positive:
+            dv = DataValidation(type=kind, operator="greaterThan", formula1=low)
+            dv.error = f"{d.label} must be above {low}" + (
+                f" and at most {_num(d.maximum)}." if d.maximum is not None else ".")
         else:
-            return
-        dv.errorTitle = "Invalid input"
-        dv.showErrorMessage = True
-        dv.add(coord)
-        ws.add_data_validation(dv)
+            dv = DataValidation(type=kind, operator="greaterThanOrEqual", formula1=low)
+            dv.error = f"{d.label} must be at least {low}."
+        dv.allow_blank = d.optional
+        return dv
 
     def range_table(self, ws, row: int, defs: list[InputDef]) -> int:
         if not defs:
@@ -266,17 +337,26 @@ class _Writer:
         self.header(ws, row, [f"{d.label} ({self.unit_text(d.unit)})" for d in defs] + ["Source"])
         first = row + 1
         values = [self.plan.inputs[d.name].value for d in defs]
+        rows = len(values[0])
         for r, line in enumerate(zip(*values)):
             for c, (d, v) in enumerate(zip(defs, line), 1):
                 self.input_value(ws.cell(first + r, c), v, d.unit)
             put_text(ws.cell(first + r, len(defs) + 1), self.plan.inputs[defs[0].name].source)
-        last = first + len(values[0]) - 1
+        last = first + rows + SPARE_ROWS - 1
+        for r in range(first + rows, last + 1):       # spare rows: blank, unlocked, validated
+            for c, d in enumerate(defs, 1):
+                self.input_value(ws.cell(r, c), None, d.unit)
+        put_text(ws.cell(first + rows, len(defs) + 1),
+                 f"Spare rows: type more roles here ({SPARE_ROWS} rows inside the table)")
+        ws.cell(first + rows, len(defs) + 1).font = Font(italic=True, color="595959")
         for c, d in enumerate(defs, 1):
             col = get_column_letter(c)
             self.define(d.name, ws, f"${col}${first}:${col}${last}")
             if d.kind == "range":
                 self.validate(ws, f"{col}{first}:{col}{last}", d)
-        return last
+        end = get_column_letter(len(defs))
+        self.define("staff_rows_below", ws, f"$A${last + 1}:${end}${last + BELOW_ROWS}")
+        return last + BELOW_ROWS
 
     def candidate_inputs(self, ws, row: int) -> None:
         """The layouts the Parallelism sheet compares, as editable inputs."""
@@ -313,9 +393,22 @@ class _Writer:
                     self.input_value(ws.cell(first + r, c), values[col], unit)
                 put_text(ws.cell(first + r, len(tdef.columns) + 1), source)
             last = first + len(data.rows) - 1
+            growable = tdef.name == ACCELERATOR_TABLE
+            if growable:      # spare rows a reviewer can fill: the drop-down and lookups see them
+                for r in range(last + 1, last + SPARE_ROWS + 1):
+                    for c, (_, _, unit) in enumerate(tdef.columns, 1):
+                        self.input_value(ws.cell(r, c), None, unit)
+                    ws.cell(r, len(tdef.columns) + 1).protection = Protection(locked=False)
+                put_text(ws.cell(last + 1, len(tdef.columns) + 1),
+                         "Spare rows: add an accelerator here (id, name, figures, source)")
+                last += SPARE_ROWS
             for c, (col, _, _) in enumerate(tdef.columns, 1):
                 letter = get_column_letter(c)
                 self.define(f"{tdef.name}_{col}", ws, f"${letter}${first}:${letter}${last}")
+            if growable:
+                end = get_column_letter(len(tdef.columns))
+                self.define("catalog_rows_below", ws, f"$A${last + 1}:${end}${last + BELOW_ROWS}")
+                last += BELOW_ROWS
             row = last + 3
         self.widths(ws, [24, 44, 12, 14, 12, 12, 16, 16, 12, 90])
         ws.freeze_panes = "B4"
@@ -383,18 +476,31 @@ class _Writer:
         """One row per phase whose Start and End cells are the named line items, beside a week
         grid; the bars are conditional formatting over the formula dates of the week columns."""
         values, head, first_col = self.plan.values, 4, 4
-        weeks = int(values["project_days"] // 7) + 2
+        weeks = len(self.plan.inputs["timeline_week_cells"].value)
         self.header(ws, head, ["Phase (seed 002 section 6)", "Start", "End"])
         for w in range(weeks):
             col = first_col + w
-            text = "start_date" if w == 0 else f"{get_column_letter(col - 1)}{head}+7"
-            cell = self.formula(ws, head, col, text, values["start_date"] + 7 * w, "mm-dd")
+            letter, before = get_column_letter(col), get_column_letter(col - 1)
+            text = "start_date" if w == 0 else f"{before}{head}+7"
+            day = values["start_date"] + 7 * w
+            cell = self.formula(ws, head, col, text, day, "mm-dd")
             cell.style = "Header"
             cell.number_format = "mm-dd"
             cell.alignment = Alignment(text_rotation=90, horizontal="center")
-            ws.column_dimensions[get_column_letter(col)].width = 3.2
+            # the year above the week where it changes (and above the first week)
+            year = from_serial(day).year
+            if w == 0:
+                self.formula(ws, head - 1, col, f"YEAR({letter}{head})", float(year), "0")
+            else:
+                changed = year != from_serial(day - 7).year
+                self.formula(ws, head - 1, col, f'IF(YEAR({letter}{head})<>YEAR({before}{head}),'
+                                                f'YEAR({letter}{head}),"")',
+                             float(year) if changed else "", "0")
+            ws.cell(head - 1, col).font = Font(bold=True, size=8)
+            ws.column_dimensions[letter].width = 3.2
         ws.row_dimensions[head].height = 36
         first, last = get_column_letter(first_col), get_column_letter(first_col + weeks - 1)
+        self.define("timeline_week_cells", ws, f"${first}${head}:${last}${head}")
         for n, key in enumerate(TIMELINE_PHASES):
             r = head + 1 + n
             put_text(ws.cell(r, 1), self.model.items[f"{key}_start"].label.removesuffix(": start"))
@@ -408,13 +514,15 @@ class _Writer:
             ws.conditional_formatting.add(f"{first}{r}:{last}{r}", rule)
         row = head + len(TIMELINE_PHASES) + 2
         ws.cell(row, 1, "Project").font = SECTION_FONT
-        for r, name in enumerate(("project_end", "project_days", "project_weeks"), row + 1):
+        project = [i.name for i in self.model.sheet_items("Timeline") if i.section == "Project"]
+        for r, name in enumerate(project, row + 1):
             item = self.model.items[name]
             put_text(ws.cell(r, 1), f"{item.label} ({item.note})" if item.note else item.label)
             self.formula(ws, r, 2, item.expr.excel(), values[name], number_format(item.unit))
             if self.unit_text(item.unit) != "date":
                 put_text(ws.cell(r, 3), self.unit_text(item.unit))
             self.define(name, ws, f"$B${r}")
+        row += len(project) - 3
         put_text(ws.cell(row + 5, 1), "Each phase starts when the one before ends; the full-training "
                                       "phase is queue + setup + transfer + training with failures "
                                       "(Schedule sheet), the others are input durations.")
@@ -437,8 +545,8 @@ class _Writer:
             return
         item = self.model.items[name]
         cell = self.formula(ws, row, col, item.expr.excel(resolve), value, number_format(item.unit))
-        if item.is_check:
-            self.flag_format(ws, cell.coordinate)
+        if item.is_flag:
+            self.flag_format(ws, cell.coordinate, item.kind == "warning")
 
     def item_row(self, ws, row: int, item: Item) -> None:
         put_text(ws.cell(row, 1), item.label)
@@ -451,12 +559,17 @@ class _Writer:
         if item.fix or item.note:
             put_text(ws.cell(row, 5), item.fix or item.note)
         self.define(item.name, ws, f"$B${row}")
-        if item.is_check or item.name == "master_check":
-            self.flag_format(ws, cell.coordinate)
+        if item.is_flag or item.name == "master_check":
+            self.flag_format(ws, cell.coordinate, item.kind == "warning")
 
-    def flag_format(self, ws, coord: str) -> None:
-        ws.conditional_formatting.add(coord, CellIsRule(operator="equal", formula=["0"], fill=OK_FILL))
-        ws.conditional_formatting.add(coord, CellIsRule(operator="notEqual", formula=["0"], fill=BAD_FILL))
+    def flag_format(self, ws, coord: str, warning: bool = False) -> None:
+        """Green only for a number equal to 0; red (amber for a warning) for anything else,
+        an error value included. Formula rules: a cellIs rule never matches an error."""
+        cell = coord.split(":")[0].replace("$", "")
+        fine = f"AND(ISNUMBER({cell}),{cell}=0)"
+        ws.conditional_formatting.add(coord, FormulaRule(formula=[fine], fill=OK_RULE_FILL))
+        ws.conditional_formatting.add(coord, FormulaRule(formula=[f"NOT({fine})"],
+                                                         fill=WARN_RULE_FILL if warning else BAD_RULE_FILL))
 
     def summary(self) -> None:
         ws = self.wb["Summary"]

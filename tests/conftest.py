@@ -98,17 +98,19 @@ for _acc in ACCELERATOR_IDS:
 EDIT_CASES = {
     "edit-1024-a100-buffer30": ("seed-h100", {
         "gpu_count": 1024, "gpu_type": "nvidia_a100_80gb_sxm", "buffer_rate": 0.30,
+        # The seed's 450 TFLOPS is an H100 figure: the reviewer states the utilisation instead.
+        "effective_tflops_given": None, "mfu": 450 / 990,
     }, {
         "hardware.gpu_count": 1024, "hardware.accelerator": "nvidia_a100_80gb_sxm",
         "buffer_rate": 0.30,
-        # The workbook keeps the seed's MFU (450/990) as its input, and the seed's 990 peak
-        # override stays on the H100 row, so the A100 row's datasheet peak applies.
+        # The seed's 990 peak override stays on the H100 row, so the A100 row's datasheet
+        # peak applies.
         "hardware.peak_tflops": None, "hardware.effective_tflops": None,
         "hardware.mfu": 450 / 990,
     }),
     "edit-layout-and-prices": ("korthikanti-sp-selective", {
         "tp_size": 8, "pp_size": 4, "zero_stage": 2, "recompute": "full",
-        "price_per_gpu_hour": 2.49, "mfu": 0.5,
+        "price_per_gpu_hour": 2.49, "mfu": 0.5, "effective_tflops_given": None,
     }, {
         "parallelism.tp": 8, "parallelism.pp": 4, "parallelism.zero_stage": 2,
         "parallelism.recompute": "full", "prices.per_gpu_hour": 2.49,

@@ -142,14 +142,16 @@ def test_params_from_shape_when_not_given(catalog):
     p = plan_of(data, catalog)
     # GPT-3's 175B from its shape: 12·L·h² + (V + s)·h = 174.6e9 (formulas.md)
     assert p["model_params"] == pytest.approx(174.6e9, rel=1e-3)
-    assert "computed from the shape" in p.inputs["model_params"].source
+    assert p.inputs["params_override"].value is None      # blank: the workbook derives it
+    assert p["model_params"] == p["params_from_shape"]
 
 
 def test_every_input_has_a_source(seed_h100):
     for name, iv in seed_h100.inputs.items():
         assert iv.source.strip(), name
     assert "seed 002" in seed_h100.inputs["price_per_gpu_hour"].source
-    assert "990" in seed_h100.inputs["mfu"].source
+    assert "seed 002 GPU table" in seed_h100.inputs["effective_tflops_given"].source
+    assert seed_h100["baseline_mfu"] == pytest.approx(450 / 990)
 
 
 def test_plan_is_frozen(seed_h100):

@@ -1,0 +1,289 @@
+"""Scenario ↔ workbook inputs, both ways, from the one description of each input.
+
+`bind` turns a validated scenario into the model's input values, each with the source a
+reviewer reads beside it; `unbind` turns input values (a workbook's cells, as a reviewer left
+them) back into scenario data. Both are loops over the model's `InputDef`s: the definition
+says the scenario path, the codec (how a scenario value becomes a cell value and back), and
+the citation of the schema default. Only the compound inputs — a preset's shape, the
+utilisation figure, the precision preset, staffing, the layout the search chooses — have
+small resolvers of their own.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import difflib
+from dataclasses import dataclass
+from typing import Callable, Mapping
+
+from .catalog import Catalog
+from .errors import Problem, ScenarioError
+from .lineitems import InputDef, Model
+from .scenario import PRECISIONS, Scenario, resolved_shape
+
+EXCEL_EPOCH = dt.date(1899, 12, 30)
+
+
+def excel_serial(day: dt.date) -> float:
+    """A date as a spreadsheet serial number (days since 1899-12-30)."""
+    return float((day - EXCEL_EPOCH).days)
+
+
+def from_serial(serial: float) -> dt.date:
+    return EXCEL_EPOCH + dt.timedelta(days=int(serial))
+
+
+@dataclass(frozen=True)
+class Codec:
+    encode: Callable[[object], object]     # scenario value -> cell value
+    decode: Callable[[object], object]     # cell value -> scenario value
+
+
+def _whole(x):
+    return int(round(float(x)))
+
+
+def _number(x):
+    x = float(x)
+    return int(x) if x.is_integer() and abs(x) < 1e15 else x
+
+
+CODECS: dict[str, Codec] = {
+    "number": Codec(float, _number),
+    "count": Codec(float, _number),
+    "int": Codec(float, _whole),
+    "text": Codec(str, str),
+    "yesno": Codec(lambda v: "yes" if v else "no", lambda v: str(v).strip().lower() == "yes"),
+    "date": Codec(excel_serial, lambda v: from_serial(v) if isinstance(v, (int, float)) else v),
+    "included_or_price": Codec(lambda v: 0.0 if v == "included" else float(v),
+                               lambda v: "included" if float(v) == 0 else _number(v)),
+}
+
+
+@dataclass(frozen=True)
+class InputValue:
+    value: object          # float, str, tuple (ranges) or None (blank, optional input)
+    source: str
+    note: str = ""
+
+
+def get_path(s: Scenario, path: str):
+    """The value at a dotted scenario path, or None when a section or key is absent."""
+    node: object = s
+    for part in path.split("."):
+        node = getattr(node, part, None)
+        if node is None:
+            return None
+    return node
+
+
+def explicit_paths(s: Scenario) -> set[str]:
+    """The dotted paths the scenario file itself sets (not schema defaults)."""
+    out = set(s.model_fields_set)
+    for section_name in type(s).model_fields:
+        section = getattr(s, section_name)
+        if hasattr(section, "model_fields_set"):
+            out |= {f"{section_name}.{f}" for f in section.model_fields_set}
+    return out
+
+
+def schema_paths() -> frozenset[str]:
+    """Every field path a scenario can set: top-level keys and section.key."""
+    paths = set()
+    for name, info in Scenario.model_fields.items():
+        paths.add(name)
+        section = info.annotation
+        if isinstance(section, type) and hasattr(section, "model_fields"):
+            paths |= {f"{name}.{field}" for field in section.model_fields}
+    return frozenset(paths)
+
+
+SHAPE_INPUTS = {"params_override": "params", "model_layers": "layers", "hidden_size": "hidden_size",
+                "attention_heads": "attention_heads", "seq_len": "seq_len",
+                "vocab_size": "vocab_size", "global_batch_sequences": "global_batch_sequences"}
+UTILISATION = ("mfu", "effective_tflops_given", "layout_efficiency_override")
+PRECISION_BYTES = {"weight_bytes_per_param": 0, "grad_bytes_per_param": 1, "optimizer_bytes_per_param": 2}
+
+
+class Binder:
+    """Builds InputValues whose source says where in the scenario the value came from."""
+
+    def __init__(self, s: Scenario, catalog: Catalog, scenario_file: str):
+        self.s, self.catalog, self.file = s, catalog, scenario_file
+        self.explicit = explicit_paths(s)
+
+    def source_of(self, path: str) -> str:
+        cited = self.s.sources.get(path)
+        return f"scenario {self.file}: {path}" + (f" ({cited})" if cited else "")
+
+    def plain(self, d: InputDef) -> InputValue:
+        """The generic case: the value at the definition's path, through its codec."""
+        raw = get_path(self.s, d.path)
+        value = None if raw is None else CODECS[d.codec].encode(raw)
+        if d.path in self.explicit:
+            return InputValue(value, self.source_of(d.path))
+        if d.constant is not None:
+            return InputValue(value if value is not None else d.constant, d.cite)
+        return InputValue(value, d.cite or "default")
+
+    def ensure_sources_used(self) -> None:
+        """`sources` keys must be field paths of the scenario schema: a typo cites nothing."""
+        paths = schema_paths()
+        unknown = sorted(set(self.s.sources) - paths)
+        if unknown:
+            close = difflib.get_close_matches(unknown[0], sorted(paths), n=1)
+            hint = f"did you mean '{close[0]}'? " if close else ""
+            raise ScenarioError(self.file, [Problem(
+                f"sources.{unknown[0]}", "cites no field of the scenario",
+                f"{hint}key sources by a field path such as prices.per_gpu_hour")])
+
+
+def bind(model: Model, s: Scenario, catalog: Catalog, scenario_file: str = "scenario") -> dict[str, InputValue]:
+    """Every assumption input of `model` (not the search's outputs or workbook structure)."""
+    b = Binder(s, catalog, scenario_file)
+    special = {**_shape(b), **_utilisation(b), **_precision(b), **_staffing(b)}
+    out: dict[str, InputValue] = {}
+    for d in model.inputs.values():
+        if d.name in special:
+            out[d.name] = special[d.name]
+        elif d.path is not None:
+            out[d.name] = b.plain(d)
+    acc = catalog.accelerator(s.hardware.accelerator)
+    out["gpu_type"] = InputValue(acc.id, out["gpu_type"].source, acc.name)
+    b.ensure_sources_used()
+    return out
+
+
+def _shape(b: Binder) -> dict[str, InputValue]:
+    s, catalog = b.s, b.catalog
+    shape = resolved_shape(s, catalog)
+    preset_src = (f"preset {s.model.preset}: {catalog.model(s.model.preset).source}"
+                  if s.model.preset else "")
+    out = {}
+    for name, field in SHAPE_INPUTS.items():
+        path = "data.global_batch_sequences" if field == "global_batch_sequences" else f"model.{field}"
+        if path in b.explicit and shape.get(field) is not None and field not in shape.get("derived", ()):
+            out[name] = InputValue(float(shape[field]), b.source_of(path))
+        elif field in shape.get("derived", ()):
+            out[name] = InputValue(float(shape[field]),
+                                   "assumed from the parameter count: GPT-3's aspect ratio (hidden = 128 "
+                                   "× layers, 128-wide heads), 4,096-token sequences, 32,000-token "
+                                   "vocabulary", "set the model's shape in the scenario to replace it")
+        elif field == "params" and shape.get("params_from_shape"):
+            out[name] = InputValue(None, "blank: computed from the shape on the Compute sheet")
+        elif field == "global_batch_sequences" and shape.get("batch_defaulted"):
+            out[name] = InputValue(float(shape[field]), "default: about 4M tokens per step")
+        else:
+            note = "blank it to compute the count from the shape" if field == "params" else ""
+            out[name] = InputValue(float(shape[field]), preset_src, note)
+    return out
+
+
+def _utilisation(b: Binder) -> dict[str, InputValue]:
+    """mfu and effective TFLOPS are all-in (the layout efficiency is then pinned to 1);
+    baseline_mfu is scaled by the layout model; none of them: the catalog's typical MFU."""
+    hw, eff = b.s.hardware, b.s.efficiency
+    blank_mfu = "blank: effective TFLOPS ÷ peak, else the catalog's typical MFU (Compute sheet)"
+    out = {"mfu": InputValue(None, blank_mfu),
+           "effective_tflops_given": InputValue(None, "blank: from the MFU")}
+    if hw.mfu is not None:
+        out["mfu"] = InputValue(float(hw.mfu), b.source_of("hardware.mfu"))
+    elif hw.baseline_mfu is not None:
+        out["mfu"] = InputValue(float(hw.baseline_mfu), b.source_of("hardware.baseline_mfu"),
+                                "scaled by the layout efficiency")
+    if hw.effective_tflops is not None:
+        out["effective_tflops_given"] = InputValue(float(hw.effective_tflops),
+                                                   b.source_of("hardware.effective_tflops"))
+    if eff.layout_efficiency is not None:
+        out["layout_efficiency_override"] = InputValue(float(eff.layout_efficiency),
+                                                       b.source_of("efficiency.layout_efficiency"))
+    elif hw.mfu is not None or hw.effective_tflops is not None:
+        key = "mfu" if hw.mfu is not None else "effective_tflops"
+        out["layout_efficiency_override"] = InputValue(
+            1.0, f"hardware.{key} is an all-in figure, so layout losses are already in it",
+            "blank it to let the Parallelism model scale the MFU")
+    return out
+
+
+def _precision(b: Binder) -> dict[str, InputValue]:
+    mem = b.s.memory
+    preset = PRECISIONS[mem.precision]
+    source = (b.source_of("memory.precision") if "memory.precision" in b.explicit
+              else "default precision") + f": {mem.precision}"
+    out = {}
+    for name, index in PRECISION_BYTES.items():
+        path = f"memory.{name}"
+        if getattr(mem, name) is not None:
+            out[name] = InputValue(float(getattr(mem, name)), b.source_of(path))
+        else:
+            out[name] = InputValue(float(preset[index]), source, preset[3])
+    return out
+
+
+def _staffing(b: Binder) -> dict[str, InputValue]:
+    roles = b.s.staffing
+    src = b.source_of("staffing") if roles else "no staffing in the scenario"
+    return {
+        "staff_role": InputValue(tuple(r.role for r in roles), src),
+        "staff_headcount": InputValue(tuple(float(r.headcount) for r in roles), src),
+        "staff_monthly_cost": InputValue(tuple(float(r.monthly_cost) for r in roles), src),
+        "staff_months": InputValue(tuple(None if r.months is None else float(r.months) for r in roles), src),
+    }
+
+
+# --- the inverse ------------------------------------------------------------------------
+
+def set_path(data: dict, path: str, value) -> None:
+    node = data
+    *parents, last = path.split(".")
+    for key in parents:
+        node = node.setdefault(key, {})
+    node[last] = value
+
+
+def unbind(model: Model, values: Mapping[str, object]) -> dict:
+    """Scenario data that binds back to `values` (input name -> cell value; ranges as tuples).
+
+    Everything is written explicitly — the shape, the layout and GPU count pinned — so that
+    the scenario reproduces the cells whatever the schema's defaults become. The caller adds
+    name, description, catalog rows and comments.
+    """
+    data: dict = {}
+    for d in model.inputs.values():
+        if d.path is None or d.is_range or d.name in UTILISATION:
+            continue
+        value = values.get(d.name)
+        if value is None or value == "":
+            continue
+        if d.constant is not None and float(value) == d.constant:
+            continue
+        set_path(data, d.path, CODECS[d.codec].decode(value))
+    for name in ("mfu", "effective_tflops_given", "layout_efficiency_override"):
+        if values.get(name) not in (None, ""):
+            path = {"mfu": "hardware.baseline_mfu", "effective_tflops_given": "hardware.effective_tflops",
+                    "layout_efficiency_override": "efficiency.layout_efficiency"}[name]
+            set_path(data, path, _number(values[name]))
+    mfu_all_in = values.get("layout_efficiency_override") not in (None, "") and float(
+        values["layout_efficiency_override"]) == 1.0
+    if mfu_all_in and "baseline_mfu" in data.get("hardware", {}):
+        # an all-in MFU with the efficiency pinned to 1 is the scenario's `mfu`
+        data["hardware"]["mfu"] = data["hardware"].pop("baseline_mfu")
+        data["efficiency"].pop("layout_efficiency")
+        if not data["efficiency"]:
+            data.pop("efficiency")
+    if "effective_tflops" in data.get("hardware", {}) and mfu_all_in:
+        data["efficiency"].pop("layout_efficiency", None)
+        if not data["efficiency"]:
+            data.pop("efficiency")
+    roles = []
+    for role, heads, cost, months in zip(*(values.get(n, ()) for n in (
+            "staff_role", "staff_headcount", "staff_monthly_cost", "staff_months"))):
+        if role in (None, "") and heads in (None, "", 0) and cost in (None, "", 0):
+            continue
+        row = {"role": str(role or "(unnamed role)"), "headcount": _number(heads or 0),
+               "monthly_cost": _number(cost or 0)}
+        if months not in (None, ""):
+            row["months"] = _number(months)
+        roles.append(row)
+    data["staffing"] = roles
+    return data
