@@ -2,6 +2,9 @@
 
     trainbudget                      build the bundled example into out/
     trainbudget A.yaml B.yaml -o DIR build scenarios into DIR
+    trainbudget import BOOK.xlsx -o SCENARIO.yaml
+                                     a workbook's input cells (as a reviewer left them) back
+                                     into a scenario
 
 Everything is validated and rendered in memory first; files are written only when every
 scenario is good, as one set by budget/output.py (staged, locked, recorded in a manifest, and
@@ -35,7 +38,8 @@ def parser() -> argparse.ArgumentParser:
         prog="trainbudget",
         description="Plan an LLM training run: accelerators, duration and cost. Writes, for each "
                     "scenario, an .xlsx workbook of live formulas and a timeline report (.md, .html).",
-        epilog="Bad input exits with status 2 and writes nothing.")
+        epilog="Bad input exits with status 2 and writes nothing. 'trainbudget import BOOK.xlsx "
+               "-o SCENARIO.yaml' brings a reviewer's edits back into a scenario.")
     p.add_argument("scenarios", nargs="*", type=Path, metavar="SCENARIO.yaml",
                    help=f"scenario files (default: the bundled example {BUNDLED_EXAMPLE})")
     p.add_argument("-o", "--output-dir", type=Path, default=Path("out"), metavar="DIR",
@@ -86,7 +90,65 @@ def _print_error(err: InputError) -> None:
         print(terminal_safe(f"  fix: {problem.fix}"), file=sys.stderr)
 
 
+def import_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="trainbudget import",
+        description="Read a trainbudget workbook — as generated or as a reviewer edited it in "
+                    "Excel or LibreOffice — and write the scenario that reproduces its input cells.",
+        epilog="A cell that holds text where a number belongs, or a value outside its validation, "
+               "exits with status 2 and writes nothing.")
+    p.add_argument("workbook", type=Path, metavar="BOOK.xlsx")
+    p.add_argument("-o", "--output", type=Path, metavar="SCENARIO.yaml",
+                   help="where to write the scenario (default: print it)")
+    return p
+
+
+def import_main(argv: list[str]) -> int:
+    from .importer import import_workbook
+
+    args = import_parser().parse_args(argv)
+    try:
+        imported = import_workbook(args.workbook, load_catalog())
+    except InputError as err:
+        _print_error(err)
+        return EXIT_BAD_INPUT
+    for warning in imported.warnings:
+        print(terminal_safe(f"warning: {args.workbook}: {warning}"), file=sys.stderr)
+    if args.output is None:
+        sys.stdout.write(imported.text)
+        return EXIT_OK
+    try:
+        write_text_atomically(args.output, imported.text)
+    except OSError as err:
+        print(terminal_safe(f"error: {args.output}: cannot write the scenario ({err.strerror or err})"),
+              file=sys.stderr)
+        print("  fix: choose a writable path with -o", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    print(f"  wrote {args.output}")
+    return EXIT_OK
+
+
+def write_text_atomically(path: Path, text: str) -> None:
+    import os
+    import tempfile
+
+    fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=path.suffix, dir=path.parent or Path("."))
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
+    # `import` is a command unless a scenario file of that name is meant.
+    if argv and argv[0] == "import" and not Path("import").is_file():
+        return import_main(argv[1:])
     args = parser().parse_args(argv)
     paths = args.scenarios or [data_dir("scenarios") / BUNDLED_EXAMPLE]
     stems = [p.stem for p in paths]

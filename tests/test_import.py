@@ -1,0 +1,235 @@
+"""Round trip: a reviewer's edited workbook → `import` → scenario → `generate` → the same figures.
+
+Edits are made with openpyxl (which, like a paste, bypasses data validation); the edited books
+are recalculated by LibreOffice in one call, and the plan of the imported scenario must equal
+what LibreOffice computed, name by name.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import io
+from pathlib import Path
+
+import openpyxl
+import pytest
+import yaml
+
+from budget.bind import unbind
+from budget.cli import main
+from budget.importer import WorkbookError, import_workbook
+from budget.model import build_model
+from budget.recalc import read_values, recalculate, relative_difference
+from budget.workbook import write_workbook
+from support import SCENARIOS, plan_of, raw, require_soffice
+
+BUNDLED = ("gpt3-175b-h100", "gpt3-175b-a100", "llama3-70b-h100-deadline")
+TOLERANCE = 1e-9
+
+# Edits a reviewer makes, by defined name; ranges take (name, row index) keys.
+EDITS = {
+    "gpt3-175b-h100": {"price_per_gpu_hour": 2.1, "buffer_rate": 0.25, "currency": "EUR",
+                       ("staff_role", 3): "Evaluation lead", ("staff_headcount", 3): 1,
+                       ("staff_monthly_cost", 3): 11000, ("staff_months", 0): None,
+                       "storage_months": None, "zero_stage": 1, "queue_days": 20},
+    "gpt3-175b-a100": {"gpu_count": 2048, "effective_tflops_given": 150,
+                       "start_date": dt.datetime(2027, 3, 1), "checkpoints_kept": 5,
+                       "deployment_weeks": 4},
+    "llama3-70b-h100-deadline": {"mfu": 0.38, "price_per_gpu_hour": 2.5,
+                                 "interruption_rate_per_gpu_hour": 3e-5, "spare_nodes": 2},
+}
+# A new accelerator typed into the catalog's first spare row and chosen in the drop-down.
+NEW_ACCELERATOR = {"id": "my_gpu", "name": "My GPU 192", "vendor": "Example",
+                   "peak_bf16_tflops": 1000, "hbm_gb": 192, "gpus_per_node": 8,
+                   "intra_node_gb_per_s": 450, "inter_node_gbit_per_s": 400, "typical_mfu": 0.4}
+
+
+def _cell(wb, names, name, index=0):
+    sheet, ref = names[name].split("!")
+    ws = wb[sheet]
+    first = ref.split(":")[0]
+    cell = ws[first]
+    return ws.cell(cell.row + index, cell.column)
+
+
+def _edit(source: bytes, names: dict, edits: dict, target: Path, new_row: dict | None = None) -> None:
+    wb = openpyxl.load_workbook(io.BytesIO(source))
+    for key, value in edits.items():
+        name, index = key if isinstance(key, tuple) else (key, 0)
+        _cell(wb, names, name, index).value = value
+    if new_row:
+        row = [c.value for c in _column(wb, names, "acc_id")].index(None)   # the first spare row
+        for column, value in new_row.items():
+            _cell(wb, names, f"acc_{column}", row).value = value
+        _cell(wb, names, "gpu_type").value = new_row["id"]
+    wb.save(target)
+
+
+def _column(wb, names, name):
+    sheet, ref = names[name].split("!")
+    return [row[0] for row in wb[sheet][ref]]
+
+
+@pytest.fixture(scope="module")
+def round_trip(tmp_path_factory, catalog):
+    """Each bundled scenario generated, edited, recalculated, imported and planned again."""
+    require_soffice()
+    folder = tmp_path_factory.mktemp("round-trip")
+    cases = {}
+    for stem in BUNDLED:
+        plan = plan_of(raw(SCENARIOS / f"{stem}.yaml"), catalog, stem)
+        book = write_workbook(plan)
+        plain = folder / f"{stem}.xlsx"
+        plain.write_bytes(book.data)
+        edited = folder / f"{stem}-edited.xlsx"
+        _edit(book.data, book.names, EDITS[stem], edited,
+              NEW_ACCELERATOR if stem == "gpt3-175b-h100" else None)
+        cases[stem] = {"plan": plan, "names": book.names, "plain": plain, "edited": edited}
+    books = [c[k] for c in cases.values() for k in ("plain", "edited")]
+    recalculated = recalculate(books, folder / "recalculated")
+    for stem, case in cases.items():
+        for kind in ("plain", "edited"):
+            case[f"{kind}_values"] = read_values(recalculated[case[kind]])
+            imported = import_workbook(case[kind], catalog)
+            case[f"{kind}_import"] = imported
+            case[f"{kind}_plan"] = plan_of(yaml.safe_load(imported.text), catalog, stem)
+    return cases
+
+
+def _compared_names(model, edited: bool):
+    names = [*model.items, *(n for n, d in model.inputs.items()
+                             if d.on_inputs_sheet and not d.is_range and not d.kind.startswith("generated"))]
+    # A new generation records new gen_ cells; the search check compares with those.
+    skip = {"search_inputs_changed", "check_search_inputs_unchanged", "master_check"} if edited else set()
+    return [n for n in names if n not in skip]
+
+
+@pytest.mark.parametrize("stem", BUNDLED)
+def test_unedited_workbook_imports_to_the_same_inputs_and_outputs(round_trip, stem):
+    case = round_trip[stem]
+    before, after = case["plan"], case["plain_plan"]
+    model = build_model()
+    for name in _compared_names(model, edited=False):
+        want, got = before.values[name], after.values[name]
+        if want is None or isinstance(want, str):
+            assert got == want, name
+        else:
+            assert relative_difference(got, want) <= TOLERANCE, (name, got, want)
+    for name in ("staff_role", "staff_headcount", "staff_monthly_cost", "staff_months"):
+        assert after.values[name] == before.values[name], name
+
+
+@pytest.mark.parametrize("stem", BUNDLED)
+def test_edited_workbook_round_trips_to_libreoffices_figures(round_trip, stem):
+    """Edited book → LibreOffice; edited book → import → generate: every named figure agrees."""
+    case = round_trip[stem]
+    values, names, plan = case["edited_values"], case["names"], case["edited_plan"]
+    model = build_model()
+    bad = {}
+    for name in _compared_names(model, edited=True):
+        got = values.get(names[name])
+        want = plan.values[name]
+        if want is None:
+            if got is not None:
+                bad[name] = (got, want)
+        elif relative_difference(got, want) > TOLERANCE:
+            bad[name] = (got, want)
+    assert not bad
+
+
+def test_edits_are_in_the_imported_scenario(round_trip):
+    data = round_trip["gpt3-175b-h100"]["edited_import"].data
+    assert data["prices"]["per_gpu_hour"] == 2.1 and data["prices"]["currency"] == "EUR"
+    assert data["hardware"]["accelerator"] == "my_gpu"
+    rows = {r["id"]: r for r in data["catalog"]["accelerators"]}
+    assert rows["my_gpu"]["hbm_gb"] == 192 and rows["my_gpu"]["name"] == "My GPU 192"
+    # The seed's 990 peak on the H100 row stays, as a catalog row now that H100 is not chosen.
+    assert rows["nvidia_h100_sxm"]["peak_bf16_tflops"] == 990
+    assert data["staffing"][3] == {"role": "Evaluation lead", "headcount": 1, "monthly_cost": 11000}
+    assert "months" not in data["staffing"][0]           # blank: follows the project
+    assert "months_held" not in data["storage"]
+    a100 = round_trip["gpt3-175b-a100"]["edited_import"].data
+    assert a100["schedule"]["start_date"] == dt.date(2027, 3, 1)
+    assert a100["hardware"]["effective_tflops"] == 150
+
+
+def test_the_seeds_peak_override_comes_back_as_the_scenarios_key(round_trip):
+    data = round_trip["gpt3-175b-h100"]["plain_import"].data
+    assert data["hardware"]["peak_tflops"] == 990 and "catalog" not in data
+    assert data["sources"]["prices.per_gpu_hour"] == "seed 002 section 5, TOKEN AI platform price"
+
+
+def test_changed_search_inputs_are_commented_and_warned(round_trip):
+    """The deadline example's layout was chosen by the search; a new accelerator in the book
+    keeps the pins, says they were chosen for other inputs, and how to let the search rerun."""
+    imported = round_trip["llama3-70b-h100-deadline"]["edited_import"]
+    assert "chosen by the layout search; delete to let it choose again" in imported.text
+    assert imported.warnings == []           # the edits touched nothing the search used
+    seed = round_trip["gpt3-175b-h100"]["edited_import"]
+    assert "  accelerator: my_gpu  # was nvidia_h100_sxm at generation" in seed.text
+    assert seed.warnings == []               # the seed's layout is pinned: no search to rerun
+
+
+def test_warns_when_the_search_inputs_changed(tmp_path, catalog):
+    plan = plan_of(raw(SCENARIOS / "llama3-70b-h100-deadline.yaml"), catalog, "llama")
+    book = write_workbook(plan)
+    path = tmp_path / "llama.xlsx"
+    _edit(book.data, book.names, {"gpu_type": "nvidia_h200_sxm"}, path)
+    imported = import_workbook(path, catalog)
+    assert len(imported.warnings) == 1
+    assert "hardware.accelerator: nvidia_h100_sxm -> nvidia_h200_sxm" in imported.warnings[0]
+    assert "remove hardware.gpu_count and the keys under parallelism" in imported.warnings[0]
+
+
+@pytest.mark.parametrize("edit, message", [
+    ({"gpu_count": "lots"}, "holds 'lots' where a number belongs"),
+    ({"mfu": 1.5}, "is 1.5, outside its validation"),
+    ({"usable_memory_fraction": 0}, "is 0, outside its validation"),
+    ({"tp_size": 2.5}, "is 2.5, not a whole number"),
+    ({"recompute": "sometimes"}, "is 'sometimes', not one of none, selective, full"),
+    ({"price_per_gpu_hour": "=1+1"}, "holds a formula where an input value belongs"),
+])
+def test_bad_cells_are_one_clear_error_and_exit_2(tmp_path, capsys, seed_h100, edit, message):
+    book = write_workbook(seed_h100)
+    path = tmp_path / "bad.xlsx"
+    _edit(book.data, book.names, edit, path)
+    target = tmp_path / "out.yaml"
+    code = main(["import", str(path), "-o", str(target)])
+    out, err = capsys.readouterr()
+    name = next(iter(edit))
+    assert code == 2 and out == "" and not target.exists()
+    lines = err.splitlines()
+    assert len(lines) == 2
+    assert lines[0] == f"error: {path}: {book.names[name]} ({name}): {message}"
+    assert lines[1].startswith("  fix: ")
+
+
+def test_import_command_writes_the_scenario_and_generate_reads_it(tmp_path, capsys, seed_h100):
+    book = tmp_path / "seed.xlsx"
+    book.write_bytes(write_workbook(seed_h100).data)
+    scenario = tmp_path / "seed.yaml"
+    assert main(["import", str(book), "-o", str(scenario)]) == 0
+    assert main([str(scenario), "-o", str(tmp_path / "out"), "-q"]) == 0
+    assert (tmp_path / "out" / "seed.xlsx").exists()
+    capsys.readouterr()
+
+
+def test_unbind_inverts_bind_for_every_input_with_a_path(seed_h100, catalog):
+    """bind(unbind(cells)) == cells for every input that has a scenario path."""
+    model = build_model()
+    values = {k: iv.value for k, iv in seed_h100.inputs.items()}
+    data = unbind(model, values)
+    data["name"] = "round trip"
+    again = plan_of(data, catalog, "again")
+    for name, d in model.inputs.items():
+        if d.path is None or d.kind.startswith("generated"):
+            continue
+        assert again.inputs[name].value == values[name], name
+
+
+def test_not_a_workbook_is_a_clear_error(tmp_path, catalog):
+    path = tmp_path / "x.xlsx"
+    path.write_text("not a zip", encoding="utf-8")
+    with pytest.raises(WorkbookError) as err:
+        import_workbook(path, catalog)
+    assert "not an .xlsx workbook" in err.value.problems[0].message
