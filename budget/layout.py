@@ -18,12 +18,12 @@ from itertools import product
 from typing import Callable, Mapping
 
 from .lineitems import Model
+from .model import RECOMPUTE_MODES
 
+# The layout inputs, as `Layout.as_inputs` names them; what each may take is said once, on its
+# input definition (budget/model.py: `domain`), and reaches the search through `Space.domains`.
 LAYOUT_INPUTS = ("tp_size", "pp_size", "micro_batch_size", "zero_stage", "recompute",
                  "sequence_parallel")
-MICRO_BATCHES = (1, 2, 4, 8)
-ZERO_STAGES = (0, 1, 2, 3)
-RECOMPUTE = ("none", "selective", "full")
 RANKED_OUTPUTS = ("memory_per_gpu_gb", "usable_hbm_gb", "check_memory_fits", "bubble_fraction",
                   "comm_fraction", "recompute_overhead", "layout_efficiency", "train_days",
                   "total_cost", "dp_size", "memory_headroom_gb")
@@ -81,7 +81,7 @@ class Candidate:
         # Days, then cost; ties go to the simpler layout, then to more memory headroom.
         lay = self.layout
         return (round(self.train_days, 9), round(self.values["total_cost"], 6),
-                RECOMPUTE.index(lay.recompute), lay.zero_stage, lay.pp, lay.tp,
+                RECOMPUTE_MODES.index(lay.recompute), lay.zero_stage, lay.pp, lay.tp,
                 -self.values["memory_headroom_gb"], lay.micro_batch, lay.sequence_parallel)
 
 
@@ -100,6 +100,11 @@ class SearchResult:
         return self.ranked[0]
 
 
+def layout_domains(model: Model) -> dict[str, tuple]:
+    """Each layout dimension's values to try, from its input definition."""
+    return {d.name: d.domain for d in model.layout_inputs() if d.domain}
+
+
 @dataclass(frozen=True)
 class Space:
     """What the search may choose from: free dimensions enumerate, pinned ones hold."""
@@ -108,25 +113,30 @@ class Space:
     global_batch: int
     gpus_per_node: int
     pins: Mapping[str, object]
+    domains: Mapping[str, tuple]      # input name -> the values to try (Model.layout_inputs)
 
-    def _choices(self, name: str, free) -> list:
-        return [self.pins[name]] if name in self.pins else list(free)
+    def _choices(self, name: str, free=None) -> list:
+        if name in self.pins:
+            return [self.pins[name]]
+        return list(self.domains[name] if free is None else free)
 
     def _splits(self) -> tuple[list, list, list]:
-        tps = self._choices("tp_size", (t for t in (1, 2, 4, 8, 16)
+        tps = self._choices("tp_size", (t for t in self.domains["tp_size"]
                                         if t <= self.gpus_per_node and self.heads % t == 0))
         pps = self._choices("pp_size", (p for p in range(1, self.layers + 1) if self.layers % p == 0))
-        return tps, pps, self._choices("micro_batch_size", MICRO_BATCHES)
+        return tps, pps, self._choices("micro_batch_size")
 
     def options(self, gpu_count: int):
         tps, pps, mbs = self._splits()
-        zeros = self._choices("zero_stage", ZERO_STAGES)
-        rcs = self._choices("recompute", RECOMPUTE)
+        zeros = self._choices("zero_stage")
+        rcs = self._choices("recompute")
+        sp_values = self.domains["sequence_parallel"]
         for tp, pp in product(tps, pps):
             if gpu_count % (tp * pp):
                 continue
             dp = gpu_count // (tp * pp)
-            sps = self._choices("sequence_parallel", ["no", "yes"] if tp > 1 else ["no"])
+            # sequence parallelism splits along TP: without TP only its first value ("no") applies
+            sps = self._choices("sequence_parallel", sp_values if tp > 1 else sp_values[:1])
             for mb in mbs:
                 if self.global_batch % (dp * mb):
                     continue

@@ -47,7 +47,9 @@ class InputDef:
     codec: str = "number"
     cite: str = ""
     constant: float | None = None     # a fixed convention (6 FLOPs per parameter per token, ...)
-    search: bool = False              # the layout search chose its value for the inputs it used
+    search: str = ""                  # "layout" / "count": chosen by the search when not pinned
+    domain: tuple | None = None       # the values the layout search tries (None: computed, e.g. PP)
+    short: str = ""                   # a column heading for the candidate tables
     help: str = ""                    # one line shown when the reviewer selects the cell
 
     def __post_init__(self):
@@ -140,6 +142,10 @@ class Model:
         needed = self.closure(outputs)
         rerun = [n for n in self.affected_by(inputs) if n in needed]
         return compile_items((n, self.items[n].expr) for n in rerun)
+
+    def layout_inputs(self) -> list[InputDef]:
+        """The layout dimensions the search chooses (TP, PP, micro-batch, ZeRO, ...), in order."""
+        return [d for d in self.inputs.values() if d.search == "layout"]
 
     def checks(self) -> list[Item]:
         return [i for i in self.items.values() if i.kind == "check"]

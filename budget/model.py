@@ -107,7 +107,7 @@ def _inputs(b: ModelBuilder) -> _Inputs:
         path="hardware.accelerator", codec="text",
         help="Pick an id from the Catalog sheet; the product name shows in the Note column.")
     add("gpu_count", "GPUs", "GPUs", kind="integer", minimum=1, path="hardware.gpu_count",
-        codec="int", search=True)
+        codec="int", search="count", cite="set by the sizing (Summary)")
     add("deadline_days", "Deadline for training (blank = none)", "days", minimum=0, positive=True,
         optional=True, path="hardware.deadline_days", cite="no deadline in the scenario")
     add("mfu", "Baseline MFU (blank = from effective TFLOPS, else the catalog's typical MFU)",
@@ -123,18 +123,23 @@ def _inputs(b: ModelBuilder) -> _Inputs:
 
     b.input_section("Parallel layout")
     search_cite = "chosen by the layout search"
-    add("tp_size", "Tensor parallel (TP)", "GPUs", kind="integer", minimum=1, path="parallelism.tp",
-        codec="int", cite=search_cite, search=True)
-    add("pp_size", "Pipeline parallel (PP)", "stages", kind="integer", minimum=1,
-        path="parallelism.pp", codec="int", cite=search_cite, search=True)
-    add("zero_stage", "ZeRO stage over data parallel", "stage", kind="integer", minimum=0, maximum=3,
-        path="parallelism.zero_stage", codec="int", cite=search_cite, search=True)
-    add("recompute", "Activation recomputation", "mode", kind="choice", choices=RECOMPUTE_MODES,
-        path="parallelism.recompute", codec="text", cite=search_cite, search=True)
-    add("sequence_parallel", "Sequence parallelism", "yes/no", kind="choice", choices=YES_NO,
-        path="parallelism.sequence_parallel", codec="yesno", cite=search_cite, search=True)
-    add("micro_batch_size", "Micro-batch", "sequences", kind="integer", minimum=1,
-        path="parallelism.micro_batch_size", codec="int", cite=search_cite, search=True)
+
+    def layout(name, label, unit, path, domain, short, codec="int", **kw):
+        add(name, label, unit, path=f"parallelism.{path}", codec=codec, cite=search_cite,
+            search="layout", domain=domain, short=short, **kw)
+
+    layout("tp_size", "Tensor parallel (TP)", "GPUs", "tp", (1, 2, 4, 8, 16), "TP",
+           kind="integer", minimum=1)
+    layout("pp_size", "Pipeline parallel (PP)", "stages", "pp", None, "PP",   # divisors of the layers
+           kind="integer", minimum=1)
+    layout("micro_batch_size", "Micro-batch", "sequences", "micro_batch_size", (1, 2, 4, 8),
+           "Micro-batch", kind="integer", minimum=1)
+    layout("zero_stage", "ZeRO stage over data parallel", "stage", "zero_stage", (0, 1, 2, 3), "ZeRO",
+           kind="integer", minimum=0, maximum=3)
+    layout("recompute", "Activation recomputation", "mode", "recompute", RECOMPUTE_MODES, "Recompute",
+           codec="text", kind="choice", choices=RECOMPUTE_MODES)
+    layout("sequence_parallel", "Sequence parallelism", "yes/no", "sequence_parallel", ("no", "yes"),
+           "SP", codec="yesno", kind="choice", choices=YES_NO)
 
     b.input_section("Sizing (seed 000 steps 2-3)")
     add("split_margin", "Splitting margin on the memory-first count", "fraction", kind="fraction",

@@ -14,7 +14,7 @@ from typing import Mapping
 
 from .catalog import Catalog
 from .errors import Problem as _Problem, ScenarioError
-from .layout import (LAYOUT_INPUTS, Candidate, Evaluator, Layout, NoLayoutFits, SearchResult, Space,
+from .layout import (LAYOUT_INPUTS, layout_domains, Candidate, Evaluator, Layout, NoLayoutFits, SearchResult, Space,
                      first_count_that_fits, search, smallest_count_for_deadline)
 from .bind import InputValue, bind, excel_serial, from_serial, schema_paths  # noqa: F401 - re-exported
 from .lineitems import Model
@@ -50,8 +50,6 @@ ACTIVATION_MODES = {
     "full/yes": (0, 2, 0, FULL_OVERHEAD, "full recomputation with SP: the layer input is sharded "
                  "over TP, 2·sbh/t"),
 }
-PLACEHOLDER_LAYOUT = {"tp_size": 1.0, "pp_size": 1.0, "micro_batch_size": 1.0, "zero_stage": 0.0,
-                      "recompute": "none", "sequence_parallel": "no"}
 
 
 @dataclass(frozen=True)
@@ -229,11 +227,15 @@ def size_and_lay_out(s: Scenario, catalog: Catalog, inputs: dict[str, InputValue
     gpn = int(acc.gpus_per_node.value)
     pins = {name: iv.value for name, iv in inputs.items()
             if name in LAYOUT_INPUTS and iv.value is not None}
+    model = build_model()
+    dims = model.layout_inputs()
     base = {k: iv.value for k, iv in inputs.items()}
-    base.update({k: v for k, v in PLACEHOLDER_LAYOUT.items() if k not in pins})
+    # Until the search chooses, free dimensions take their simplest value (PP: one stage).
+    base.update({d.name: _cell(d.domain[0] if d.domain else 1) for d in dims if d.name not in pins})
     base["gpu_count"] = base["gpu_count"] or float(gpn)
-    evaluate = Evaluator(build_model(), base, lookups)
-    space = Space(shape["attention_heads"], shape["layers"], shape["global_batch_sequences"], gpn, pins)
+    evaluate = Evaluator(model, base, lookups)
+    space = Space(shape["attention_heads"], shape["layers"], shape["global_batch_sequences"], gpn, pins,
+                  layout_domains(model))
     given = s.hardware.gpu_count
 
     if given and len(pins) == len(LAYOUT_INPUTS):
@@ -271,6 +273,10 @@ def size_and_lay_out(s: Scenario, catalog: Catalog, inputs: dict[str, InputValue
         layout_inputs["gpu_count"] = InputValue(float(result.gpu_count), count_source)
     return LayoutChoice(mode, result, result.ranked + result.rejected, layout_inputs,
                         result.explanation, evaluate.calls)
+
+
+def _cell(value):
+    return value if isinstance(value, str) else float(value)
 
 
 def _ideal_gpus(base: Mapping, deadline_days: float) -> int:

@@ -7,7 +7,8 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from budget.errors import ScenarioError
-from budget.layout import Space
+from budget.layout import Space, layout_domains
+from budget.model import build_model
 from support import SEED_H100, plan_of, raw, seed_plan, with_changes
 
 UNPINNED = {"parallelism": {}, "sources": {}}
@@ -121,7 +122,7 @@ def test_deadline_count_is_minimal(catalog):
                    catalog)
     assert plan.train_days <= 120
     # Brute force: no smaller splittable count (from 512 GPUs, 155 days, up) meets 120 days.
-    space = Space(96, 96, 1536, 8, {})
+    space = Space(96, 96, 1536, 8, {}, layout_domains(build_model()))
     built = 0
     for n in [n for n in space.split_counts() if 512 <= n < plan.gpu_count]:
         try:
@@ -175,7 +176,7 @@ def test_flash_attention_drops_the_attention_score_term(catalog):
 SEARCH_OUTCOMES = {"built": 0, "refused": 0}
 # GPU counts the seed's model can split: TP x PP divides the count, DP x micro-batch the batch
 # of 1,536 (other counts are refused before any layout is searched).
-SPLITTABLE = [n for n in Space(96, 96, 1536, 8, {}).split_counts() if 48 <= n <= 1280]
+SPLITTABLE = [n for n in Space(96, 96, 1536, 8, {}, layout_domains(build_model())).split_counts() if 48 <= n <= 1280]
 
 
 @settings(max_examples=40, deadline=None, derandomize=True, database=None,
