@@ -11,8 +11,10 @@ plan computed for it, so tests can hold the spreadsheet engine's results against
 
 from __future__ import annotations
 
+import hashlib
 import io
-from dataclasses import dataclass, field
+from copy import copy
+from dataclasses import dataclass, field, replace
 
 from openpyxl import Workbook
 from openpyxl.formatting.rule import FormulaRule
@@ -20,8 +22,10 @@ from openpyxl.styles import Alignment, Border, Font, NamedStyle, PatternFill, Pr
 from openpyxl.utils import get_column_letter
 from openpyxl.workbook.defined_name import DefinedName
 from openpyxl.worksheet.datavalidation import DataValidation
+from openpyxl.worksheet.page import PageMargins
 
 from . import __version__
+from .formula import IF, ISERROR, OR, ROUND, Expr, Ref, Text, compile_items
 from .lineitems import InputDef, Item
 from .model import build_model
 from .model import ACCELERATOR_TABLE
@@ -37,16 +41,13 @@ CANDIDATE_LABELS = {"dp_size": "DP", "memory_per_gpu_gb": "Memory per GPU",
                     "check_memory_fits": "Does not fit (1)", "bubble_fraction": "Bubble",
                     "comm_fraction": "Exposed communication", "layout_efficiency": "Layout efficiency",
                     "train_days": "Training days", "total_cost": "Total cost"}
-LAYOUT_COLUMNS = (("tp_size", "TP", "integer"), ("pp_size", "PP", "integer"),
-                  ("micro_batch_size", "Micro-batch", "integer"), ("zero_stage", "ZeRO", "integer"),
-                  ("recompute", "Recompute", "choice"), ("sequence_parallel", "SP", "choice"))
-TAB_COLOURS = {"Summary": "1F4E79", "Inputs": "FFC000", "Catalog": "A6A6A6", "Checks": "C00000",
+TAB_COLOURS = {"Summary": "1F4E79", "Inputs": "FFC000", "Catalog": "A6A6A6", "Checks": "C00000", "Glossary": "7F7F7F",
                "Change log": "7F7F7F"}
 CALC_TAB = "70AD47"
 INPUT_FILL = PatternFill("solid", fgColor="FFF2CC")
-INPUT_FONT = Font(color="0000FF")
+INPUT_FONT = Font(name="Calibri", color="0000FF")
 HEADER_FILL = PatternFill("solid", fgColor="D9E1F2")
-SECTION_FONT = Font(bold=True, color="1F4E79")
+SECTION_FONT = Font(name="Calibri", bold=True, color="1F4E79")
 # Conditional-format fills: Excel paints a dxf fill from its bgColor, LibreOffice from fgColor.
 OK_RULE_FILL = PatternFill("solid", start_color="C6EFCE", end_color="C6EFCE")
 BAD_RULE_FILL = PatternFill("solid", start_color="FFC7CE", end_color="FFC7CE")
@@ -55,6 +56,13 @@ CHANGED_FILL = PatternFill("solid", start_color="F8CBAD", end_color="F8CBAD")
 SPARE_ROWS = 10       # unlocked blank rows inside each growable table
 BELOW_ROWS = 5        # rows under a table watched by check_tables_closed
 THIN = Side(style="thin", color="BFBFBF")
+MEMO_ITEMS = ("rental_cost", "rental_gap_cost")
+MEMO_HEADING = "Memo: not in the total"
+TIMELINE_PRINT_SCALE = 75   # the week grid prints several pages wide; A:C repeat on each
+CHECK_FONT = Font(name="Calibri", color="C00000", bold=True)
+WARNING_FONT = Font(name="Calibri", color="9C5700")
+BODY_FONT = "Calibri"
+NOTE_FONT = Font(name=BODY_FONT, italic=True, color="595959")
 
 
 @dataclass
@@ -99,7 +107,7 @@ def _styles(wb: Workbook) -> None:
                      border=Border(left=THIN, right=THIN, top=THIN, bottom=THIN),
                      protection=Protection(locked=False))
     calc = NamedStyle("Calculation", border=Border(bottom=THIN))
-    head = NamedStyle("Header", font=Font(bold=True), fill=HEADER_FILL,
+    head = NamedStyle("Header", font=Font(name="Calibri", bold=True), fill=HEADER_FILL,
                       alignment=Alignment(vertical="center", wrap_text=True))
     for style in (inp, calc, head):
         wb.add_named_style(style)
@@ -125,6 +133,9 @@ class _Writer:
         self.plan = plan
         self.model = plan.model or build_model()
         self.currency = plan.scenario.prices.currency
+        # The generation version: the scenario's content digest, never a clock, so rebuilds of
+        # one scenario stay byte-identical.
+        self.digest = scenario_digest(plan)
         self.wb = Workbook()
         self.result = WorkbookResult(b"")
         self.candidate_cells: list[dict[str, str]] = []   # per candidate: layout input -> Inputs cell
@@ -132,14 +143,69 @@ class _Writer:
         self.wb.remove(self.wb.active)
         sheets = ["Summary", "Inputs", "Catalog", *CALC_SHEETS, "Change log"]
         if plan.layout is not None and plan.layout.candidates:
-            sheets.insert(sheets.index("Parallelism") + 1, "Layout workings")
+            sheets.insert(sheets.index("Parallelism") + 1, "Layout candidates")
+        sheets.insert(sheets.index("Change log"), "Glossary")
+        if plan.options:
+            sheets.insert(1, "Compare")
         for title in sheets:
             ws = self.wb.create_sheet(title)
             ws.sheet_properties.tabColor = TAB_COLOURS.get(title, CALC_TAB)
 
     # --- helpers ---------------------------------------------------------------------
     def unit_text(self, unit: str) -> str:
-        return "" if unit == "text" else unit.replace("currency", self.currency)
+        """A unit where no formula can go (input messages): "currency" stays the word, since the
+        currency is the live value of the `currency` input; cells use `unit_cell`."""
+        return "" if unit == "text" else unit
+
+    def live(self, ws, row: int, col: int, expr: Expr, fmt: str | None = None):
+        """A formula cell from an expression, its expected value computed by the same compiler
+        the planner uses (so text formulas record exactly the text the spreadsheet shows)."""
+        value = compile_items([("_", expr)])(dict(self.plan.values), {})["_"]
+        return self.formula(ws, row, col, expr.excel(), value, fmt)
+
+    def unit_expr(self, unit: str, before: str = "", after: str = "") -> Expr | None:
+        """`before + unit + after` as a formula over the `currency` cell, or None when the
+        unit names no currency (then it is plain text)."""
+        if "currency" not in unit:
+            return None
+        parts: list[Expr] = []
+        for n, piece in enumerate(unit.split("currency")):
+            if n:
+                parts.append(Ref("currency"))
+            parts.append(Text(piece))
+        parts[0] = Text(before + parts[0].value)
+        parts[-1] = Text(parts[-1].value + after)
+        parts = [p for p in parts if not (isinstance(p, Text) and p.value == "")]
+        expr = parts[0]
+        for p in parts[1:]:
+            expr = expr.concat(p)
+        return expr
+
+    def unit_cell(self, ws, row: int, col: int, unit: str):
+        """The unit beside a figure: `=currency&"/GPU-hour"` when it names the currency (every
+        label follows the one `currency` input), else text; nothing for text inputs."""
+        if not unit or unit == "text":
+            return None
+        expr = self.unit_expr(unit)
+        if expr is None:
+            put_text(ws.cell(row, col), unit)
+            return ws.cell(row, col)
+        cell = self.live(ws, row, col, expr)
+        cell.style = "Normal"
+        return cell
+
+    def label_cell(self, ws, row: int, col: int, label: str, unit: str, style: str | None = "Header"):
+        """A column heading "label (unit)", a formula when the unit names the currency."""
+        expr = self.unit_expr(unit, f"{label} (", ")") if unit and unit not in ("text", "flag") else None
+        if expr is None:
+            text = f"{label} ({unit})" if unit and unit not in ("text", "flag") else label
+            put_text(ws.cell(row, col), text)
+            cell = ws.cell(row, col)
+        else:
+            cell = self.live(ws, row, col, expr)
+        if style:
+            cell.style = style
+        return cell
 
     def define(self, name: str, ws, ref: str) -> None:
         sheet = ws.title
@@ -167,15 +233,75 @@ class _Writer:
         ws.cell(2, 1).font = Font(italic=True, color="595959")
 
     def page_setup(self, ws, title_rows: str = "1:4") -> None:
+        """Landscape A4 (Letter prints the same: fit to width), narrow margins, one page wide;
+        the Timeline's week grid runs over several pages at a fixed scale with the phase, start
+        and end columns repeated. tests/test_print.py holds every sheet to 60% or more."""
         ws.page_setup.orientation = "landscape"
         ws.page_setup.paperSize = ws.PAPERSIZE_A4
-        ws.sheet_properties.pageSetUpPr.fitToPage = True
-        ws.page_setup.fitToWidth = 1
-        ws.page_setup.fitToHeight = 0
+        ws.page_margins = PageMargins(left=0.4, right=0.4, top=0.6, bottom=0.6, header=0.3, footer=0.3)
+        if ws.title == "Summary":       # a cover: one column of answers, read top to bottom
+            ws.page_setup.orientation = "portrait"
+        if ws.title == "Timeline":
+            ws.sheet_properties.pageSetUpPr.fitToPage = False
+            ws.page_setup.scale = TIMELINE_PRINT_SCALE
+            ws.print_title_cols = "A:C"
+        else:
+            ws.sheet_properties.pageSetUpPr.fitToPage = True
+            ws.page_setup.fitToWidth = 1
+            ws.page_setup.fitToHeight = 0
         ws.print_title_rows = title_rows
-        ws.oddHeader.right.text = f"trainbudget {__version__}"
+        ws.print_options.horizontalCentered = False
+        ws.oddHeader.left.text = "&A"
+        ws.oddHeader.right.text = f"trainbudget {__version__}, version {self.digest}"
         ws.oddFooter.center.text = "&A, page &P of &N"
         ws.protection.sheet = True      # formulas locked, inputs unlocked; no password
+        self.wrap_long_text(ws)
+
+    def wrap_long_text(self, ws) -> None:
+        """Text wider than the room it may overflow into (the empty cells to its right, up to
+        the sheet's last column) wraps, so the printed page keeps every word and the print range
+        stays the sheet's columns: in its own column, or merged across the empty cells to the
+        last column when it starts a line of prose. Each row is then as tall as its longest
+        wrapped cell (LibreOffice keeps an .xlsx row's stored height)."""
+        width_of = lambda col: ws.column_dimensions[get_column_letter(col)].width or 8.43  # noqa: E731
+        last = ws.max_column
+        merged = {rng.coord.split(":")[0] for rng in ws.merged_cells.ranges}
+        lines: dict[int, int] = {}
+        for row in list(ws.iter_rows()):
+            for c in row:
+                if c.data_type != "s" or not isinstance(c.value, str) or c.coordinate in merged \
+                        or c.alignment.text_rotation:
+                    continue
+                own, span = width_of(c.column), c.column
+                while span < last:
+                    right = ws._cells.get((c.row, span + 1))
+                    if right is not None and (right.value is not None or right.has_style):
+                        break
+                    span += 1
+                room = own + sum(width_of(col) for col in range(c.column + 1, span + 1))
+                width = own
+                if c.alignment.wrap_text:
+                    pass
+                elif len(c.value) <= room * 1.1:
+                    continue
+                elif span == last and span > c.column:
+                    ws.merge_cells(start_row=c.row, start_column=c.column, end_row=c.row, end_column=span)
+                    width = room
+                    c.alignment = Alignment(wrap_text=True, vertical="top")
+                else:
+                    c.alignment = Alignment(wrap_text=True, vertical="top")
+                size = (c.font.sz or 11) / 11 if c.font is not None else 1
+                need = -(-int(len(c.value) * size) // max(int(width * 1.1), 1))
+                lines[c.row] = max(lines.get(c.row, 1), need)
+        for r, n in lines.items():
+            if n > 1:
+                height = ws.row_dimensions[r].height or 0
+                ws.row_dimensions[r].height = max(height, 15 * n)
+                for c in ws[r]:          # a tall row reads from its top line
+                    if c.value is not None and c.alignment.vertical is None:
+                        align = copy(c.alignment)
+                        align.vertical = "top"
+                        c.alignment = align
 
     def widths(self, ws, widths: list[int]) -> None:
         for i, w in enumerate(widths, 1):
@@ -220,7 +346,7 @@ class _Writer:
         row = self.range_table(ws, row + 1, ranges)
         row = self.generation_block(ws, row + 2)
         self.candidate_inputs(ws, row + 2)
-        self.widths(ws, [46, 20, 22, 60, 50, 26, 16])
+        self.widths(ws, [34, 19, 14, 36, 28, 24, 19])
         ws.freeze_panes = "B5"
         self.page_setup(ws)
 
@@ -229,8 +355,7 @@ class _Writer:
         put_text(ws.cell(row, 1), d.label)
         cell = ws.cell(row, 2)
         self.input_value(cell, iv.value, d.unit, d.kind)
-        if self.unit_text(d.unit):
-            put_text(ws.cell(row, 3), self.unit_text(d.unit))
+        self.unit_cell(ws, row, 3, d.unit)
         put_text(ws.cell(row, 4), iv.source)
         if d.name == "gpu_type":       # the product name, live beside the drop-down
             self.formula(ws, row, 5, "accelerator_name", self.plan.values["accelerator_name"], None)
@@ -275,8 +400,7 @@ class _Writer:
             row += 1
             put_text(ws.cell(row, 1), d.label)
             self.generated_value(ws, row, 2, d.name, d.unit)
-            if self.unit_text(d.unit):
-                put_text(ws.cell(row, 3), self.unit_text(d.unit))
+            self.unit_cell(ws, row, 3, d.unit)
             if source in self.model.items:
                 self.formula(ws, row, 5, f'IF({source}={d.name},"","now "&{source})',
                              "", None)
@@ -334,7 +458,9 @@ class _Writer:
         section = defs[0].section
         ws.cell(row, 1, section).font = SECTION_FONT
         row += 1
-        self.header(ws, row, [f"{d.label} ({self.unit_text(d.unit)})" for d in defs] + ["Source"])
+        self.header(ws, row, [d.label for d in defs] + ["Source"])
+        for c, d in enumerate(defs, 1):     # "(currency/month)" follows the currency cell
+            self.label_cell(ws, row, c, d.label, d.unit)
         first = row + 1
         values = [self.plan.inputs[d.name].value for d in defs]
         rows = len(values[0])
@@ -364,12 +490,13 @@ class _Writer:
         if layout is None or not layout.candidates:
             return
         ws.cell(row, 1, "Layout candidates (compared on the Parallelism sheet; edit to try others)").font = SECTION_FONT
-        self.header(ws, row + 1, ["Candidate"] + [label for _, label, _ in LAYOUT_COLUMNS])
+        dims = self.model.layout_inputs()
+        self.header(ws, row + 1, ["Candidate"] + [d.short for d in dims])
         for n, cand in enumerate(layout.candidates):
             r = row + 2 + n
             put_text(ws.cell(r, 1), _candidate_label(layout, n))
             cells = {}
-            for c, (name, _, _) in enumerate(LAYOUT_COLUMNS, 2):
+            for c, name in enumerate((d.name for d in dims), 2):
                 cell = ws.cell(r, c)
                 self.input_value(cell, cand.layout.as_inputs()[name], self.model.inputs[name].unit)
                 self.validate(ws, cell.coordinate, self.model.inputs[name])
@@ -410,7 +537,7 @@ class _Writer:
                 self.define("catalog_rows_below", ws, f"$A${last + 1}:${end}${last + BELOW_ROWS}")
                 last += BELOW_ROWS
             row = last + 3
-        self.widths(ws, [24, 44, 12, 14, 12, 12, 16, 16, 12, 90])
+        self.widths(ws, [20, 30, 9, 10, 9, 9, 11, 11, 9, 46])
         ws.freeze_panes = "B4"
         self.page_setup(ws, "1:3")
 
@@ -422,55 +549,88 @@ class _Writer:
             return
         is_checks = title == "Checks"
         self.header(ws, 4, ["Item", "Value", "Unit", "Name", "Fix when not 0" if is_checks else "Note"])
-        row = self.sectioned_rows(ws, 5, self.model.sheet_items(title), self.item_row)
+        items = self.model.sheet_items(title)
+        if title == "Cost":   # the pure-training rental is a memo: below the total, not in its flow
+            items = ([i for i in items if i.name not in MEMO_ITEMS]
+                     + [replace(i, section=MEMO_HEADING) for i in items if i.name in MEMO_ITEMS])
+        row = self.sectioned_rows(ws, 5, items, self.item_row)
+        self.widths(ws, [46, 16, 16, 26, 48])
         if title == "Parallelism":
-            self.candidate_rows(ws, row + 2)
-        if title == "Parallelism":   # the candidate table below shares these columns
-            self.widths(ws, [52, 16, 14, 28, 44] + [14] * 12)
-        else:
-            self.widths(ws, [52, 20, 18, 30, 80])
+            self.candidate_rows(ws, row + 1)
         ws.freeze_panes = "B5"
         self.page_setup(ws)
 
+    def generated_for(self, ws, row: int, lines: list[str], last_col: int) -> int:
+        """Sentences that can only be written at generation, under a heading, with a formula line
+        above them that turns on as soon as the inputs or the figures the sentences state differ
+        from generation. Returns the last row written."""
+        ws.cell(row, 1, "Generated for these inputs").font = SECTION_FONT
+        v = self.plan.values
+        stated = ["memory_per_gpu_gb", "usable_hbm_gb", "train_days"]
+        as_text = lambda name: ROUND(Ref(name), 1).concat("")  # noqa: E731
+        figures = compile_items([(n, as_text(n)) for n in stated])(dict(v), {})
+        changed = OR(Ref("search_inputs_changed").ne(0), Ref("layout_label").ne(Text(str(v["layout_label"]))),
+                     *(as_text(n).ne(Text(figures[n])) for n in stated))
+        warning = Text("Inputs changed since generation: the sentences below describe the generated "
+                       "plan, not the live one")
+        cell = self.live(ws, row + 1, 1, IF(ISERROR(changed), warning, IF(changed, warning, "")))
+        cell.style = "Normal"
+        cell.font = CHECK_FONT
+        for n, text in enumerate(lines):
+            row += 2 if n == 0 else 1
+            put_text(ws.cell(row, 1), text)
+            ws.cell(row, 1).alignment = Alignment(wrap_text=True, vertical="top")
+            ws.merge_cells(start_row=row, start_column=1, end_row=row, end_column=last_col)
+            width = sum(ws.column_dimensions[get_column_letter(c)].width or 8.43
+                        for c in range(1, last_col + 1))
+            ws.row_dimensions[row].height = 15 * (1 + int(len(text) * 1.1 // width))
+        return row
+
     def candidate_rows(self, ws, row: int) -> None:
-        """Each candidate layout as a row of live formulas: the same expressions as the sheets
-        above, with layout-dependent names resolved to the candidate's own cells. The key figures
-        sit on Parallelism; the intermediate ones on "Layout workings", one row per candidate."""
+        """The layout decision in words on Parallelism, and each candidate layout as a column of
+        live formulas on "Layout candidates": the same expressions as the calculation sheets,
+        with layout-dependent names resolved to the candidate's own cells. Columns, not rows, so
+        that the sheet prints on one page wide: the key figures first, then the workings."""
         layout = self.plan.layout
-        if layout is None or not layout.candidates:
+        if layout is None:
+            return
+        lines = [f"GPU count: {self.plan.inputs['gpu_count'].source}", f"Layout: {layout.explanation}"]
+        if layout.candidates:
+            lines.append("The layouts the search compared, as live formulas: the Layout candidates sheet.")
+        self.generated_for(ws, row + 1, lines, 5)
+        if not layout.candidates:
             return
         keys, working = candidate_columns(self.model)
-        put_text(ws.cell(row, 1), "Layout candidates: the search's best layouts that fit, then faster "
-                                  "ones that do not. Live formulas over the Inputs sheet's candidate "
-                                  "table; intermediate figures on the Layout workings sheet.")
-        ws.cell(row, 1).font = SECTION_FONT
-        put_text(ws.cell(row + 1, 1), "Why the first row: " + layout.explanation)
-        ws.cell(row + 1, 1).alignment = Alignment(wrap_text=True, vertical="top")
-        ws.merge_cells(start_row=row + 1, start_column=1, end_row=row + 1, end_column=12)
-        ws.row_dimensions[row + 1].height = 75
-        head = row + 2
-        wk = self.wb["Layout workings"]
-        self.title(wk, "Layout workings", "Intermediate figures of each candidate on the Parallelism "
-                                          "sheet, one row per candidate, same formulas as the sheets.")
-        self.header(ws, head, ["Candidate"] + [self._column_label(n) for n in keys])
-        self.header(wk, 4, ["Candidate"] + [self._column_label(n) for n in working])
-        ws.row_dimensions[head].height = 60
-        wk.row_dimensions[4].height = 75
+        wk = self.wb["Layout candidates"]
+        self.title(wk, "Layout candidates", "One column per candidate layout: its key figures, then "
+                                            "the intermediate ones, by the calculation sheets' formulas "
+                                            "over the Inputs sheet's candidate table.")
+        count = len(self.plan.candidate_values)
+        self.widths(wk, [44] + [11] * count)
+        last = self.generated_for(wk, 4, ["Why the first column: " + layout.explanation], 1 + count)
+        head = last + 2
+        row_of: dict[str, int] = {}
+        r = head + 1
+        for n, name in enumerate(keys + working):
+            if n == len(keys):
+                r += 1
+                put_text(wk.cell(r, 1), "Workings: the intermediate figures")
+                wk.cell(r, 1).font = SECTION_FONT
+                r += 1
+            row_of[name] = r
+            label, unit = self._column_label(name)
+            self.label_cell(wk, r, 1, label, unit, style=None)
+            r += 1
+        self.header(wk, head, ["Candidate"] + [_candidate_label(layout, n) for n in range(count)])
+        wk.row_dimensions[head].height = 45
         for n, values in enumerate(self.plan.candidate_values):
-            r, wr = head + 1 + n, 5 + n
-            where = {name: f"{get_column_letter(c)}{r}" for c, name in enumerate(keys, 2)}
-            where.update({name: f"'Layout workings'!{get_column_letter(c)}{wr}"
-                          for c, name in enumerate(working, 2)})
-            back = {name: f"'Parallelism'!{cell}" for name, cell in where.items() if "!" not in cell}
-            back.update({name: f"{get_column_letter(c)}{wr}" for c, name in enumerate(working, 2)})
-            for sheet, at_row, names, refs in ((ws, r, keys, where), (wk, wr, working, back)):
-                put_text(sheet.cell(at_row, 1), _candidate_label(layout, n))
-                resolve = lambda name, refs=refs: refs.get(name, name)  # noqa: E731
-                for c, name in enumerate(names, 2):
-                    self.candidate_cell(sheet, at_row, c, n, name, values[name], resolve)
-        self.widths(wk, [22] + [14] * len(working))
-        wk.freeze_panes = "B5"
-        self.page_setup(wk)
+            col = get_column_letter(2 + n)
+            refs = {name: f"{col}{at}" for name, at in row_of.items()}
+            resolve = lambda name, refs=refs: refs.get(name, name)  # noqa: E731
+            for name, at in row_of.items():
+                self.candidate_cell(wk, at, 2 + n, n, name, values[name], resolve)
+        wk.freeze_panes = f"B{head + 1}"
+        self.page_setup(wk, f"{head}:{head}")
 
     def timeline(self, ws) -> None:
         """One row per phase whose Start and End cells are the named line items, beside a week
@@ -527,17 +687,16 @@ class _Writer:
                                       "phase is queue + setup + transfer + training with failures "
                                       "(Schedule sheet), the others are input durations.")
         ws.cell(row + 5, 1).font = Font(italic=True, color="595959")
-        self.widths(ws, [48, 12, 12])
+        self.widths(ws, [34, 11, 11])
         ws.freeze_panes = ws.cell(head + 1, first_col)
         self.page_setup(ws)
 
-    def _column_label(self, name: str) -> str:
-        for input_name, label, _ in LAYOUT_COLUMNS:
-            if input_name == name:
-                return label
-        unit = self.unit_text(self.model.items[name].unit)
-        label = CANDIDATE_LABELS.get(name, self.model.items[name].label)
-        return f"{label} ({unit})" if unit and unit != "flag" else label
+    def _column_label(self, name: str) -> tuple[str, str]:
+        """(label, unit) of a candidate figure."""
+        if name in self.model.inputs:
+            return self.model.inputs[name].short, ""
+        item = self.model.items[name]
+        return CANDIDATE_LABELS.get(name, item.label), item.unit
 
     def candidate_cell(self, ws, row: int, col: int, n: int, name: str, value, resolve) -> None:
         if name in self.candidate_cells[n]:
@@ -552,8 +711,7 @@ class _Writer:
         put_text(ws.cell(row, 1), item.label)
         cell = self.formula(ws, row, 2, item.expr.excel(), self.plan.values[item.name],
                             number_format(item.unit))
-        if self.unit_text(item.unit):
-            put_text(ws.cell(row, 3), self.unit_text(item.unit))
+        self.unit_cell(ws, row, 3, item.unit)
         put_text(ws.cell(row, 4), item.name)
         ws.cell(row, 4).font = Font(color="7F7F7F")
         if item.fix or item.note:
@@ -572,65 +730,151 @@ class _Writer:
                                                          fill=WARN_RULE_FILL if warning else BAD_RULE_FILL))
 
     def summary(self) -> None:
+        """What a CFO reads in 30 seconds: the status and, one fixed row per check and warning,
+        what fails in words (blank when it passes: no TEXTJOIN in Excel 2016); the answers as live
+        formulas; the cost lines to the total (labelled indicative while checks fail); the memo
+        lines not in the total; and the sentences only generation could write, under their own
+        heading with a warning that turns on when the inputs move."""
         ws = self.wb["Summary"]
         s = self.plan.scenario
+        self.widths(ws, [46, 20, 16, 24])
         put_text(ws.cell(1, 1), s.name)
         ws.cell(1, 1).font = Font(bold=True, size=16)
         if s.description:
             put_text(ws.cell(2, 1), s.description)
             ws.cell(2, 1).alignment = Alignment(wrap_text=True, vertical="top")
             ws.merge_cells("A2:D2")
-            ws.row_dimensions[2].height = 48
-        put_text(ws.cell(3, 1), f"trainbudget {__version__}, scenario file {self.plan.scenario_id}.yaml. "
-                                "Every figure is a live formula over the Inputs sheet.")
-        ws.cell(3, 1).font = Font(italic=True, color="595959")
-        row = 5
+            ws.row_dimensions[2].height = 15 * (1 + int(len(s.description) * 1.1 // 120))
+        put_text(ws.cell(3, 1), f"trainbudget {__version__}, scenario file {self.plan.scenario_id}.yaml, "
+                                f"version {self.digest}. Every figure is a live formula over the Inputs sheet.")
+        ws.cell(3, 1).font = NOTE_FONT
+        master = Ref("master_check")
+        status = IF(ISERROR(master), "NOT APPROVABLE: the checks cannot be computed",
+                    IF(master.eq(0), "All checks pass",
+                       Text("NOT APPROVABLE: ").concat(master).concat(
+                           IF(master.eq(1), " check fails", " checks fail"))))
+        cell = self.live(ws, 5, 1, status)
+        cell.style = "Normal"
+        cell.font = Font(bold=True, size=14)
+        fine = "AND(ISNUMBER(master_check),master_check=0)"
+        ws.conditional_formatting.add("A5:D5", FormulaRule(formula=[fine], fill=OK_RULE_FILL))
+        ws.conditional_formatting.add("A5:D5", FormulaRule(formula=[f"NOT({fine})"], fill=BAD_RULE_FILL))
+        row = self.summary_row(ws, 6, "master_check", "Checks failing (0 = all fine)")
+        for check in self.model.checks():
+            self.flag_line(ws, row, check, CHECK_FONT)
+            row += 1
+        count = Ref("warning_count")
+        line = IF(ISERROR(count), "Warnings cannot be computed",
+                  IF(count.eq(0), "No warnings",
+                     count.concat(IF(count.eq(1), " warning", " warnings")).concat(
+                         ": plausibility, shown here, not blocking approval")))
+        cell = self.live(ws, row + 1, 1, line)
+        cell.style = "Normal"
+        cell.font = Font(bold=True, color="9C5700")
+        row = self.summary_row(ws, row + 2, "warning_count", "Warnings (do not block)")
+        for warning in self.model.warnings():
+            self.flag_line(ws, row, warning, WARNING_FONT)
+            row += 1
         for heading, names in SUMMARY_BLOCKS:
+            row += 1
             ws.cell(row, 1, heading).font = SECTION_FONT
-            row += 1
-            self.header(ws, row, ["", "Value", "Unit"])
-            row += 1
+            self.header(ws, row + 1, ["", "Value", "Unit"])
+            row += 2
             for name in names:
-                item = self.model.items.get(name) or self.model.inputs[name]
-                put_text(ws.cell(row, 1), SUMMARY_LABELS.get(name, item.label))
-                cell = self.formula(ws, row, 2, name, self.plan.values[name], number_format(item.unit))
-                if self.unit_text(item.unit):
-                    put_text(ws.cell(row, 3), self.unit_text(item.unit))
-                if name in {"total_cost", "master_check"}:
-                    ws.cell(row, 1).font = Font(bold=True)
-                    cell.font = Font(bold=True)
-                if getattr(item, "is_check", False) or name == "master_check":
-                    self.flag_format(ws, cell.coordinate)
+                if name == "memory_in_words":
+                    put_text(ws.cell(row, 1), "Memory per GPU")
+                    self.live(ws, row, 2, MEMORY_IN_WORDS)
+                    fine = "AND(ISNUMBER(check_memory_fits),check_memory_fits=0)"
+                    ws.conditional_formatting.add(f"A{row}:C{row}", FormulaRule(formula=[fine], fill=OK_RULE_FILL))
+                    ws.conditional_formatting.add(f"A{row}:C{row}", FormulaRule(formula=[f"NOT({fine})"],
+                                                                                  fill=BAD_RULE_FILL))
+                    row += 1
+                    continue
+                if name == "total_cost":    # the label says "indicative" while checks fail
+                    label = self.live(ws, row, 1, IF(ISERROR(master), "Total (indicative: checks fail)",
+                                                     IF(master.eq(0), "Total", "Total (indicative: checks fail)")))
+                    label.style = "Normal"
+                    label.font = Font(bold=True)
+                    row = self.summary_row(ws, row, name, None)
+                    ws.cell(row - 1, 2).font = Font(bold=True)
+                    continue
+                row = self.summary_row(ws, row, name, SUMMARY_LABELS.get(name))
+            if heading == "For how much":
                 row += 1
-            row += 1
-            if heading == "How many accelerators":
-                row = self.layout_reasoning(ws, row)
-        self.widths(ws, [50, 22, 18, 30])
+                ws.cell(row, 1, MEMO_HEADING).font = SECTION_FONT
+                row += 1
+                for name in MEMO_ITEMS:
+                    row = self.summary_row(ws, row, name, None)
+                    ws.cell(row - 1, 1).font = NOTE_FONT
+        self.layout_reasoning(ws, row + 1)
         self.page_setup(ws, "1:1")
 
+    def summary_row(self, ws, row: int, name: str, label: str | None) -> int:
+        """label | =name | unit; returns the next row."""
+        item = self.model.items.get(name) or self.model.inputs[name]
+        if label is not None or ws.cell(row, 1).value is None:
+            put_text(ws.cell(row, 1), label or item.label)
+        cell = self.formula(ws, row, 2, name, self.plan.values[name], number_format(item.unit))
+        if item.unit not in ("checks", "date"):
+            self.unit_cell(ws, row, 3, item.unit)
+        if getattr(item, "is_flag", False) or name in ("master_check", "warning_count"):
+            self.flag_format(ws, cell.coordinate, getattr(item, "kind", "") == "warning"
+                             or name == "warning_count")
+        if name == "master_check":
+            ws.cell(row, 1).font = Font(bold=True)
+            cell.font = Font(bold=True)
+        return row + 1
+
+    def flag_line(self, ws, row: int, item: Item, font: Font) -> None:
+        """One fixed row per check or warning: blank when it passes, the failure in words (live
+        over the cells) when not, and "cannot be computed" when its cells hold an error."""
+        flag = Ref(item.name)
+        detail = item.detail if item.detail is not None else Text(item.label)
+        cannot = Text(f"{item.label}: cannot be computed")
+        cell = self.live(ws, row, 1, IF(ISERROR(flag), cannot,
+                                        IF(flag.eq(0), "", IF(ISERROR(detail), cannot, detail))))
+        cell.style = "Normal"
+        cell.font = font
+
     def layout_reasoning(self, ws, row: int) -> int:
-        """The sizing and layout decision in words (as computed when the book was generated)."""
+        """The sizing and layout decision in words: only generation can write it, so it sits
+        under "Generated for these inputs" with its live warning line."""
         layout = self.plan.layout
         if layout is None:
             return row
-        ws.cell(row, 1, "Why this GPU count and layout (at generation)").font = SECTION_FONT
         lines = [f"GPU count: {self.plan.inputs['gpu_count'].source}", f"Layout: {layout.explanation}"]
-        for text in lines:
-            row += 1
-            put_text(ws.cell(row, 1), text)
-            ws.cell(row, 1).alignment = Alignment(wrap_text=True, vertical="top")
-            ws.merge_cells(start_row=row, start_column=1, end_row=row, end_column=4)
-            ws.row_dimensions[row].height = 15 * (1 + len(text) // 110)
-        return row + 2
+        return self.generated_for(ws, row, lines, 4) + 2
+
+    def glossary(self) -> None:
+        ws = self.wb["Glossary"]
+        self.title(ws, "Glossary", "The terms of the calculation sheets, for readers outside ML infrastructure.")
+        self.header(ws, 4, ["Term", "Meaning"])
+        for r, (term, meaning) in enumerate(GLOSSARY, 5):
+            put_text(ws.cell(r, 1), term)
+            ws.cell(r, 1).font = Font(bold=True)
+            put_text(ws.cell(r, 2), meaning)
+            ws.cell(r, 2).alignment = Alignment(wrap_text=True, vertical="top")
+            ws.cell(r, 1).alignment = Alignment(vertical="top")
+        self.widths(ws, [26, 110])
+        self.page_setup(ws)
 
     def change_log(self) -> None:
+        """The generated row, then rows the reviewer writes in: unlocked under sheet protection."""
         ws = self.wb["Change log"]
         self.title(ws, "Change log", "Add a row for every change made to this workbook after it was generated.")
         self.header(ws, 4, ["Date", "Version", "Who", "Change"])
-        put_text(ws.cell(5, 2), f"trainbudget {__version__}")
-        put_text(ws.cell(5, 3), "trainbudget")
-        put_text(ws.cell(5, 4), f"Generated from scenario {self.plan.scenario_id}.yaml")
-        self.widths(ws, [14, 20, 20, 80])
+        put_text(ws.cell(5, 2), self.digest)
+        put_text(ws.cell(5, 3), f"trainbudget {__version__}")
+        put_text(ws.cell(5, 4), f"Generated from scenario {self.plan.scenario_id}.yaml (version = "
+                                f"the first 12 hex digits of the sha256 of the scenario's canonical JSON)")
+        for r in range(6, 6 + CHANGE_LOG_ROWS):
+            for c in range(1, 5):
+                cell = ws.cell(r, c)
+                cell.protection = Protection(locked=False)
+                cell.border = Border(bottom=THIN)
+                if c == 1:
+                    cell.number_format = DATE_FORMAT
+        self.widths(ws, [12, 18, 22, 80])
         self.page_setup(ws)
 
     def properties(self) -> None:
@@ -638,10 +882,24 @@ class _Writer:
         p.title = self.plan.scenario.name
         p.subject = "LLM training compute, schedule and cost plan"
         p.creator = "trainbudget"
-        p.keywords = f"trainbudget {__version__}"
+        p.keywords = f"trainbudget {__version__}, version {self.digest}"
         p.version = __version__
-        p.description = f"Generated by trainbudget {__version__} from {self.plan.scenario_id}.yaml"
+        p.identifier = self.digest
+        p.revision = self.digest
+        p.description = (f"Generated by trainbudget {__version__} from {self.plan.scenario_id}.yaml, "
+                         f"version {self.digest} (sha256 of the scenario's canonical JSON)")
         self.wb.calculation.fullCalcOnLoad = True
+
+    def fonts(self) -> None:
+        """Every font names its face: a font without a name prints in the viewer's fallback
+        (a serif in LibreOffice) beside Calibri text."""
+        for ws in self.wb.worksheets:
+            for row in ws.iter_rows():
+                for c in row:
+                    if c.has_style and c.font is not None and not c.font.name:
+                        font = copy(c.font)
+                        font.name = BODY_FONT
+                        c.font = font
 
     def build(self) -> WorkbookResult:
         self.inputs()
@@ -661,8 +919,13 @@ class _Writer:
         for title in CALC_SHEETS:
             self.calc_sheet(title, subtitles[title])
         self.summary()
+        if self.plan.options:
+            from .compare import write_compare
+            write_compare(self, self.wb["Compare"], self.plan, self.plan.options)
+        self.glossary()
         self.change_log()
         self.properties()
+        self.fonts()
         buffer = io.BytesIO()
         self.wb.save(buffer)
         self.result.data = normalise_xlsx(buffer.getvalue())
@@ -672,9 +935,14 @@ class _Writer:
 TIMELINE_PHASES = ("data_prep", "validation", "scaling", "training", "evaluation", "deployment")
 
 
+def scenario_digest(plan: Plan) -> str:
+    """The version a workbook shows: sha256 of the scenario's canonical JSON, 12 hex digits."""
+    return hashlib.sha256(plan.scenario.model_dump_json().encode("utf-8")).hexdigest()[:12]
+
+
 def candidate_columns(model) -> tuple[list[str], list[str]]:
     """(layout inputs and key outputs, every other layout-dependent item they need)."""
-    layout_inputs = [name for name, _, _ in LAYOUT_COLUMNS]
+    layout_inputs = [d.name for d in model.layout_inputs()]
     needed = model.closure(CANDIDATE_KEYS)
     working = [n for n in model.affected_by(set(layout_inputs)) if n in needed and n not in CANDIDATE_KEYS]
     return layout_inputs + list(CANDIDATE_KEYS), working
@@ -684,25 +952,72 @@ def _candidate_label(layout, n: int) -> str:
     if layout.search is None:
         return "pinned by the scenario"
     if n >= layout.rejected_from:
-        return "faster, does not fit"
-    return "1: chosen" if n == 0 else str(n + 1)
+        return "faster, did not fit at generation"
+    return "1: chosen at generation" if n == 0 else str(n + 1)
 
 
 SUMMARY_BLOCKS = (
-    ("Checks", ("master_check",)),
-    ("How many accelerators", ("accelerator_name", "gpu_count", "layout_label", "memory_per_gpu_gb",
-                               "usable_hbm_gb", "check_memory_fits", "min_gpus_for_memory")),
-    ("For how long", ("train_flops", "effective_tflops", "gpu_hours", "gpu_days", "train_days",
-                      "stretched_training_days", "goodput", "non_training_days", "run_days",
-                      "start_date", "training_start", "training_end", "project_end", "project_weeks")),
-    ("For how much", ("rental_cost", "billed_rental_cost", "experiment_cost", "network_cost",
-                      "storage_cost", "staffing_cost", "subtotal_cost", "buffer_cost", "total_cost")),
+    ("The answer", ("accelerator_name", "gpu_count", "reserved_gpus", "layout_label", "memory_in_words",
+                    "train_days", "stretched_training_days", "start_date", "project_end")),
+    ("For how much", ("billed_rental_cost", "experiment_cost", "network_cost", "storage_cost",
+                      "staffing_cost", "subtotal_cost", "buffer_cost", "total_cost")),
+    ("Details", ("train_flops", "effective_tflops", "gpu_hours", "gpu_days", "goodput",
+                 "non_training_days", "run_days", "training_start", "training_end", "project_weeks",
+                 "memory_per_gpu_gb", "usable_hbm_gb", "min_gpus_for_memory")),
 )
 SUMMARY_LABELS = {
-    "check_memory_fits": "Memory does not fit (1) / fits (0)",
+    "accelerator_name": "Accelerator",
+    "gpu_count": "GPUs training",
     "layout_label": "Layout TP × PP × DP",
     "train_days": "Training days (pure compute)",
+    "project_end": "Project end",
+    "start_date": "Project start",
 }
+_MEM, _USABLE = Ref("memory_per_gpu_gb"), Ref("usable_hbm_gb")
+MEMORY_IN_WORDS = IF(ISERROR(_MEM - _USABLE + Ref("check_memory_fits")), "cannot be computed",
+                     ROUND(_MEM, 1).concat(" GB needed of ").concat(ROUND(_USABLE, 1)).concat(
+                         " GB usable: ").concat(IF(Ref("check_memory_fits").eq(0), "fits", "does NOT fit")))
+CHANGE_LOG_ROWS = 200
+GLOSSARY = (
+    ("GPU, accelerator", "The chip that trains the model (NVIDIA H100, AMD MI300X, ...); rented by the hour."),
+    ("GPU-hour", "One GPU for one hour: the unit of compute that is bought. 512 GPUs for a day are 12,288 GPU-hours."),
+    ("Node", "A server holding several GPUs (usually 8) joined by a fast link; clusters are bought in whole nodes."),
+    ("HBM", "High-bandwidth memory on the GPU. The model's weights, gradients, optimizer state and "
+            "activations must fit in it (Memory sheet), else the run cannot start."),
+    ("FLOP, TFLOPS", "Floating-point operation; TFLOPS = 10^12 per second. Training needs about 6 FLOPs "
+                     "per parameter per token."),
+    ("Parameters", "The model's learned weights; GPT-3 has 175 billion."),
+    ("Tokens", "Pieces of text the model trains on; the training data's size."),
+    ("MFU", "Model FLOPs utilisation: the share of the GPU's peak that does useful training work "
+            "(typically 35-55%)."),
+    ("HFU", "Hardware FLOPs utilisation: like MFU but counting recomputed work too, so it is higher."),
+    ("TP (tensor parallel)", "Each layer's matrices split across TP GPUs inside a node; needs the fast "
+                             "in-node link."),
+    ("PP (pipeline parallel)", "The layers split into PP consecutive stages on different GPUs."),
+    ("DP (data parallel)", "DP copies of the (split) model each train on a different share of the batch; "
+                           "GPUs = TP × PP × DP."),
+    ("ZeRO", "Zero Redundancy Optimizer: shards optimizer state (stage 1), gradients (2) and weights (3) "
+             "across the DP copies to save memory, at some extra communication."),
+    ("Sequence parallel (SP)", "Splits the activations along the sequence between the TP GPUs to save memory."),
+    ("Recomputation", "Activations recomputed in the backward pass instead of stored: less memory, more compute."),
+    ("Micro-batch", "The slice of the batch one pipeline stage works on at a time; the global batch is "
+                    "DP × micro-batch × micro-batches per step."),
+    ("1F1B bubble", "Idle time of a pipeline (one-forward-one-backward schedule) while it fills and "
+                    "drains: (PP - 1) / micro-batches of each step."),
+    ("Layout efficiency", "The share of a step not lost to the bubble, exposed communication and recomputation."),
+    ("Goodput", "The share of wall-clock training time that is useful training, after failures, restarts "
+                "and checkpoint writes."),
+    ("Checkpoint", "A saved copy of the model and optimizer state, so a failed run resumes instead of restarting."),
+    ("Young/Daly interval", "The checkpoint interval that minimises lost time: about the square root of "
+                            "2 × checkpoint write time × mean time between interruptions."),
+    ("MTBI", "Mean time between interruptions of the whole job; shrinks as GPUs are added."),
+    ("Contingency buffer", "A share of the subtotal kept for reruns and surprises (seed 002: at least 20%)."),
+    ("Memo line", "A figure shown for comparison, not added to the total (e.g. the pure-training rental)."),
+    ("Check, warning", "A check is 0 when fine and 1 when not; any failing check makes the plan not "
+                       "approvable. A warning flags an implausible figure but does not block."),
+    ("Input, generated value", "Blue on yellow cells are assumptions you may edit; grey values in column G of "
+                               "Inputs record what the layout search saw when the workbook was generated."),
+)
 
 
 def _num(x: float) -> str:

@@ -26,8 +26,8 @@ def book(seed_h100):
 def test_sheets_in_reviewer_order(book):
     _, wb = book
     assert wb.sheetnames == ["Summary", "Inputs", "Catalog", "Memory", "Parallelism",
-                             "Layout workings", "Compute", "Schedule", "Timeline", "Cost", "Checks",
-                             "Change log"]
+                             "Layout candidates", "Compute", "Schedule", "Timeline", "Cost", "Checks",
+                             "Glossary", "Change log"]
 
 
 def test_names_point_at_inputs_and_outputs(book):
@@ -74,13 +74,14 @@ def test_inputs_rows_carry_label_unit_source(book):
     ws = wb["Inputs"]
     row = int(result.names["price_per_gpu_hour"].split("!B")[1])
     label, value, unit, source = (ws.cell(row, c).value for c in range(1, 5))
-    assert (label, value, unit) == ("GPU rental", 1.8, "USD/GPU-hour")
+    assert (label, value, unit) == ("GPU rental", 1.8, '=currency&"/GPU-hour"')
+    assert result.expected[f"Inputs!C{row}"] == "USD/GPU-hour"
     assert "seed 002" in source
 
 
 def test_no_numeric_constants_or_unsupported_functions_on_calculation_sheets(book):
     _, wb = book
-    for title in (*CALC_SHEETS, "Summary", "Layout workings"):
+    for title in (*CALC_SHEETS, "Summary", "Layout candidates", "Glossary", "Change log"):
         for row in wb[title].iter_rows():
             for c in row:
                 if c.data_type == "f":
