@@ -18,6 +18,7 @@ import jinja2
 
 from . import __version__
 from .catalog import data_dir
+from .formula import compile_items
 from .model import build_model
 from .plan import Plan, from_serial
 
@@ -67,9 +68,28 @@ def _value(name: str, value, unit: str) -> str:
     return f"{value:,.2f}".rstrip("0").rstrip(".") if not float(value).is_integer() else f"{value:,.0f}"
 
 
+def _sentence(item, values) -> str:
+    """A check's or warning's failure in the model's words, live figures filled in."""
+    if item.detail is None:
+        return item.label
+    return str(compile_items([("_", item.detail)])(dict(values), {})["_"])
+
+
+def status(plan: Plan) -> dict:
+    """What the report leads with: approvable or not, each failing check and each warning in
+    words with its fix. The same sentences as the workbook's Summary rows."""
+    model, v = plan.model or build_model(), plan.values
+    checks = [{"text": _sentence(c, v), "fix": c.fix} for c in model.checks() if v[c.name] != 0]
+    warnings = [{"text": _sentence(w, v), "fix": w.fix} for w in model.warnings() if v[w.name] != 0]
+    n = len(checks)
+    text = "All checks pass" if not n else f"NOT APPROVABLE: {n} check{'s' if n > 1 else ''} fail{'s' if n == 1 else ''}"
+    return {"ok": not n, "text": text, "checks": checks, "warnings": warnings,
+            "total_label": "Total" if not n else "Total (indicative: checks fail)"}
+
+
 def report_context(plan: Plan) -> dict:
     v, cur = plan.values, plan.scenario.prices.currency
-    model = build_model()
+    model = plan.model or build_model()
     phases = []
     for n, (key, label) in enumerate(PHASES):
         start, end = v[f"{key}_start"], v[f"{key}_end"]
@@ -131,6 +151,12 @@ def report_context(plan: Plan) -> dict:
         "failures": failures,
         "assumptions": assumptions,
         "warnings": list(plan.warnings),
+        "status": status(plan),
+        "memo": [{"label": "GPU rental, pure training (the seed's arithmetic: GPU-hours × price)",
+                  "amount": _money(v["rental_cost"], cur)},
+                 {"label": f"Billed minus pure-training rental (setup, transfer, failures, evaluation, "
+                           f"spares; {v['billed_gpu_hours']:,.0f} GPU-hours billed)",
+                  "amount": _money(v["rental_gap_cost"], cur)}],
         "gantt": _gantt(plan, phases),
         "cost_chart": _cost_chart(plan),
     }
@@ -171,7 +197,7 @@ def _gantt(plan: Plan, phases: list[dict]) -> dict:
 
 def _cost_chart(plan: Plan) -> dict:
     v, cur = plan.values, plan.scenario.prices.currency
-    lines = [(label, v[name]) for name, label in COST_LINES] + [("Pure-training rental (seed arithmetic)",
+    lines = [(label, v[name]) for name, label in COST_LINES] + [("Memo, not in the total: pure-training rental",
                                                                  v["rental_cost"])]
     biggest = max((amount for _, amount in lines), default=1.0) or 1.0
     left, width, row = 250.0, 330.0, 26.0

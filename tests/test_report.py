@@ -116,3 +116,37 @@ def test_html_prints_on_a4_and_letter(tmp_path, seed_h100, paper):
     width, height = (595.3, 841.9) if paper == "A4" else (612, 792)
     box = re.search(rb"/MediaBox\s*\[\s*0\s+0\s+([\d.]+)\s+([\d.]+)", data)
     assert box and abs(float(box[1]) - width) < 2 and abs(float(box[2]) - height) < 2
+
+
+def test_reports_lead_with_the_status_and_the_failing_checks(seed_h100):
+    """NOT APPROVABLE first, each failing check in words (the workbook's sentence) with its fix,
+    then the warnings; the total is labelled indicative while checks fail."""
+    text = render_markdown(seed_h100)
+    html = render_html(seed_h100)
+    status = text.index("## Status: NOT APPROVABLE: 1 check fails")
+    assert status < text.index("## At a glance")
+    assert "- **Layout does not fit in memory: 89.1 &gt; 72 GB per GPU.** Fix: Raise tp/pp" in text
+    assert "Staffing is paid for 6 months, the project runs 8.6" in text
+    assert "**Total (indicative: checks fail)**" in text
+    assert html.index("Status: NOT APPROVABLE: 1 check fails") < html.index("At a glance")
+    assert "Layout does not fit in memory: 89.1 &gt; 72 GB per GPU." in html
+
+
+def test_a_passing_plan_says_so(catalog):
+    from support import SCENARIOS, plan_of, raw
+    plan = plan_of(raw(SCENARIOS / "llama3-70b-h100-deadline.yaml"), catalog, "deadline")
+    assert not plan.failing_checks
+    text = render_markdown(plan)
+    assert "## Status: All checks pass" in text and "| **Total** |" in text
+    assert "indicative" not in text
+    assert "Status: All checks pass" in render_html(plan)
+
+
+@pytest.mark.parametrize("render", [render_markdown, render_html])
+def test_memo_lines_sit_under_not_in_the_total(seed_h100, render):
+    text = render(seed_h100)
+    total = text.index("Total (indicative: checks fail)", text.index("Cost</h2>" if "<h2>" in text else "## Cost"))
+    memo = text.index("Not in the total")
+    assert total < memo
+    assert text.index("3,500,000 USD", memo) > memo            # the seed's pure-training rental
+    assert text.index("599,943 USD", memo) > memo              # billed minus pure

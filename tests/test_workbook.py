@@ -25,7 +25,8 @@ def book(seed_h100):
 
 def test_sheets_in_reviewer_order(book):
     _, wb = book
-    assert wb.sheetnames == ["Summary", "Inputs", "Catalog", "Memory", "Parallelism",
+    planned = [s for s in wb.sheetnames if s not in ("Sensitivity", "Cashflow")]   # others' sheets
+    assert planned == ["Summary", "Inputs", "Catalog", "Memory", "Parallelism",
                              "Layout candidates", "Compute", "Schedule", "Timeline", "Cost", "Checks",
                              "Glossary", "Change log"]
 
@@ -140,3 +141,153 @@ def test_document_properties_carry_the_version(book):
     assert wb.properties.version == __version__
     assert wb.properties.creator == "trainbudget"
     assert wb.calculation.fullCalcOnLoad
+
+
+# --- presentation (issue 7, items 2, 6, 7, 8) ----------------------------------------------------
+
+# The plausibility band's default cites its denomination (budget/model.py, the lead's text): a
+# statement about the default, not a label; to be reworded ("US dollars"), then this goes.
+DEFAULT_BAND_CITE = "default: assumption, in USD; set it for other currencies"
+
+
+def _cells(wb, sheet):
+    return {c.coordinate: c.value for row in wb[sheet].iter_rows() for c in row if c.value is not None}
+
+
+def _row_of(wb, sheet, text):
+    return next(c.row for row in wb[sheet].iter_rows() for c in row if c.value == text)
+
+
+def test_summary_leads_with_the_status_and_one_row_per_check_and_warning(book, seed_h100):
+    result, wb = book
+    ws = wb["Summary"]
+    assert ws["A1"].value == seed_h100.scenario.name
+    status = ws["A5"].value
+    assert status.startswith("=IF(ISERROR(master_check)") and '"All checks pass"' in status
+    assert result.expected["Summary!A5"] == "NOT APPROVABLE: 1 check fails"
+    model = seed_h100.model
+    texts = {c: v for c, v in _cells(wb, "Summary").items() if isinstance(v, str) and c.startswith("A")}
+    for item in (*model.checks(), *model.warnings()):   # one fixed row each, in model order
+        rows = [c for c, v in texts.items() if v.startswith(f"=IF(ISERROR({item.name}),")]
+        assert len(rows) == 1, item.name
+        expected = result.expected[f"Summary!{rows[0]}"]
+        assert (expected == "") == (seed_h100.values[item.name] == 0), item.name
+    failing = [v for k, v in result.expected.items() if k.startswith("Summary!A") and
+               isinstance(v, str) and v.startswith("Layout does not fit")]
+    assert failing == ["Layout does not fit in memory: 89.1 > 72 GB per GPU"]
+    assert "2 warnings: plausibility, shown here, not blocking approval" in result.expected.values()
+
+
+def test_summary_total_is_labelled_indicative_and_memo_lines_sit_below_it(book):
+    result, wb = book
+    ws = wb["Summary"]
+    total = next(c for row in ws.iter_rows() for c in row if c.value == "=total_cost")
+    label = ws.cell(total.row, 1)
+    assert label.data_type == "f" and result.expected[f"Summary!{label.coordinate}"] == \
+        "Total (indicative: checks fail)"
+    memo = _row_of(wb, "Summary", "Memo: not in the total")
+    assert memo > total.row
+    below = [ws.cell(r, 2).value for r in range(memo + 1, memo + 3)]
+    assert below == ["=rental_cost", "=rental_gap_cost"]
+    cost = wb["Cost"]
+    memo = _row_of(wb, "Cost", "Memo: not in the total")
+    sheet, coord = result.names["total_cost"].split("!")
+    assert int(coord[1:]) < memo
+    assert [result.names[n] for n in ("rental_cost", "rental_gap_cost")] == \
+        [f"Cost!B{memo + 1}", f"Cost!B{memo + 2}"]
+    assert cost.cell(memo + 1, 1).value.startswith("GPU rental, pure training")
+
+
+def test_headline_answers_are_formulas(book):
+    result, wb = book
+    formulas = {v for v in _cells(wb, "Summary").values() if isinstance(v, str) and v.startswith("=")}
+    for name in ("accelerator_name", "gpu_count", "layout_label", "train_days", "project_end", "total_cost"):
+        assert f"={name}" in formulas, name
+    memory = next(v for v in formulas if "does NOT fit" in v)
+    assert "check_memory_fits" in memory
+    assert "89.1 GB needed of 72 GB usable: does NOT fit" in result.expected.values()
+
+
+def test_generated_sentences_sit_under_a_live_warning(book, seed_h100):
+    result, wb = book
+    for sheet in ("Summary", "Parallelism"):
+        ws = wb[sheet]
+        head = _row_of(wb, sheet, "Generated for these inputs")
+        warning = ws.cell(head + 1, 1).value
+        assert warning.startswith("=IF(ISERROR(OR(search_inputs_changed<>0,layout_label<>")
+        assert "Inputs changed since generation" in warning
+        assert result.expected[f"{sheet}!A{head + 1}"] == ""
+        sentences = [ws.cell(r, 1).value for r in range(head + 2, head + 4)]
+        assert sentences[1] == f"Layout: {seed_h100.layout.explanation}"
+    static = [v for v in _cells(wb, "Summary").values() if isinstance(v, str) and "NOT fit" in v
+              and not v.startswith("=")]
+    assert all(_row_of(wb, "Summary", v) > _row_of(wb, "Summary", "Generated for these inputs")
+               for v in static)
+
+
+def test_every_currency_label_is_a_formula_over_the_currency_cell(book):
+    result, wb = book
+    for ws in wb.worksheets:
+        for row in ws.iter_rows():
+            for c in row:
+                value = result.expected.get(f"{ws.title}!{c.coordinate}")
+                if isinstance(value, str) and "USD" in value:
+                    assert "currency" in c.value, (ws.title, c.coordinate)
+                elif isinstance(c.value, str) and not c.value.startswith("=") and c.value != DEFAULT_BAND_CITE:
+                    assert "USD" not in c.value or ws.title == "Inputs" and c.value == "USD", \
+                        (ws.title, c.coordinate, c.value)
+                if c.data_type == "n" and c.number_format:
+                    assert "USD" not in c.number_format and "$" not in c.number_format
+    labels = {v for v in result.expected.values() if isinstance(v, str) and "USD" in v}
+    assert {"USD", "USD/GPU-hour", "USD/GB-month", "Monthly cost per person (USD/month)",
+            "Total cost (USD)"} <= labels
+
+
+def test_no_usd_anywhere_in_a_book_of_another_currency(catalog):
+    from support import SEED_H100, plan_of, raw, with_changes
+    plan = plan_of(with_changes(raw(SEED_H100), {"prices.currency": "CNY"}), catalog, "cny")
+    result = write_workbook(plan)
+    wb = openpyxl.load_workbook(io.BytesIO(result.data))
+    typed = [(ws.title, c.coordinate, c.value) for ws in wb.worksheets for row in ws.iter_rows()
+             for c in row if isinstance(c.value, str) and "USD" in c.value and c.value != DEFAULT_BAND_CITE]
+    assert not typed
+    assert not [k for k, v in result.expected.items() if isinstance(v, str) and "USD" in v]
+    assert "CNY/GPU-hour" in result.expected.values()
+
+
+def test_glossary_before_the_change_log(book):
+    _, wb = book
+    assert wb.sheetnames[-2:] == ["Glossary", "Change log"]
+    terms = {c.value for c in wb["Glossary"]["A"] if c.value}
+    for term in ("TP (tensor parallel)", "PP (pipeline parallel)", "DP (data parallel)", "ZeRO", "MFU",
+                 "HFU", "HBM", "Goodput", "1F1B bubble", "Micro-batch", "GPU-hour", "Checkpoint",
+                 "Young/Daly interval", "Contingency buffer"):
+        assert term in terms, term
+
+
+def test_change_log_is_writable_and_shows_the_scenario_digest(book, seed_h100):
+    import hashlib
+    _, wb = book
+    digest = hashlib.sha256(seed_h100.scenario.model_dump_json().encode()).hexdigest()[:12]
+    ws = wb["Change log"]
+    assert ws.protection.sheet
+    assert ws["B5"].value == digest
+    assert all(ws.cell(r, c).protection.locked is False for r in (6, 50, 205) for c in range(1, 5))
+    assert digest in wb["Summary"]["A3"].value
+    assert wb.properties.identifier == digest and digest in wb.properties.description
+    assert digest in wb["Memory"].oddHeader.right.text
+    texts = " ".join(str(v) for ws in wb.worksheets for v in _cells(wb, ws.title).values())
+    assert not re.search(r"\b20\d\d-\d\d-\d\dT\d\d:\d\d", texts), "no wall-clock time in the book"
+
+
+def test_layout_candidates_are_columns(seed_a100):
+    result = write_workbook(seed_a100)
+    wb = openpyxl.load_workbook(io.BytesIO(result.data))
+    ws = wb["Layout candidates"]
+    head = next(c.row for c in ws["A"] if c.value == "Candidate")
+    labels = [ws.cell(head, c).value for c in range(2, ws.max_column + 1)]
+    assert labels[0] == "1: chosen at generation" and len(labels) == len(seed_a100.layout.candidates)
+    assert ws.max_column <= 16
+    total = next(c.row for c in ws["A"] if isinstance(c.value, str) and c.value.startswith('="Total cost ('))
+    for n, values in enumerate(seed_a100.candidate_values):
+        assert result.expected[f"Layout candidates!{ws.cell(total, 2 + n).coordinate}"] == values["total_cost"]

@@ -1,0 +1,193 @@
+"""Every sheet prints legibly on A4 and Letter (issue 7, item 8).
+
+Two proofs. From the workbook alone: each sheet's print width (its column widths, in Excel's
+pixels for the default Calibri 11: 7 per width unit plus 5 of padding) against the printable
+width of a landscape (Summary: portrait) A4 or Letter page at the sheet's fit-to-width setting
+gives the scale Excel prints at, which must be 60% or more. From the printed pages: LibreOffice
+converts the books to PDF, and the height of the words on each page, against the height of the
+same font printed at 100% (a calibration book converted in the same call), is the scale the
+page was really printed at; LibreOffice here may substitute a wider font for Calibri, which only
+lowers that scale, so the same 60% floor holds with room to spare where Calibri is installed.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import re
+import statistics
+import subprocess
+import tempfile
+from pathlib import Path
+
+import openpyxl
+import pytest
+from openpyxl.styles import Font
+from openpyxl.utils import get_column_letter
+
+from budget.workbook import write_workbook
+from support import SCENARIOS, plan_of, raw, require_soffice, require_tool
+
+MIN_SCALE = 0.6
+PAPERS = {"A4": (8.27, 11.69), "Letter": (8.5, 11.0)}        # inches, portrait
+BUNDLED = ["gpt3-175b-h100", "gpt3-175b-a100", "llama3-70b-h100-deadline"]
+
+
+@pytest.fixture(scope="module")
+def books(catalog) -> dict[str, bytes]:
+    return {name: write_workbook(plan_of(raw(SCENARIOS / f"{name}.yaml"), catalog, name)).data
+            for name in BUNDLED}
+
+
+def _column_px(ws, col: int) -> float:
+    width = ws.column_dimensions[get_column_letter(col)].width or 8.43
+    return int(width * 7 + 5)
+
+
+def _title_cols(ws) -> range:
+    if not ws.print_title_cols:
+        return range(0)
+    first, last = (openpyxl.utils.column_index_from_string(c)
+                   for c in ws.print_title_cols.replace("$", "").split(":"))
+    return range(first, last + 1)
+
+
+def printed_scale(ws, paper: str) -> float:
+    """The scale Excel prints the sheet at on `paper` (its fit-to-width or fixed scale)."""
+    short, long = PAPERS[paper]
+    landscape = ws.page_setup.orientation == "landscape"
+    m = ws.page_margins
+    printable = ((long if landscape else short) - m.left - m.right) * 72          # points
+    width = sum(_column_px(ws, c) for c in range(1, ws.max_column + 1)) * 0.75
+    if ws.sheet_properties.pageSetUpPr.fitToPage:
+        pages = ws.page_setup.fitToWidth or 1
+        titles = sum(_column_px(ws, c) for c in _title_cols(ws)) * 0.75 * (pages - 1)
+        return min(1.0, printable * pages / (width + titles))
+    scale = (ws.page_setup.scale or 100) / 100
+    titles = sum(_column_px(ws, c) for c in _title_cols(ws)) * 0.75
+    # a wide sheet at a fixed scale: the repeated title columns leave room for the grid
+    assert titles * scale < printable * 0.6, f"{ws.title}: title columns fill the page"
+    return scale
+
+
+@pytest.mark.parametrize("paper", sorted(PAPERS))
+@pytest.mark.parametrize("name", BUNDLED)
+def test_every_sheet_prints_at_sixty_percent_or_more(books, name, paper):
+    wb = openpyxl.load_workbook(io.BytesIO(books[name]))
+    scales = {}
+    for ws in wb.worksheets:
+        assert ws.page_setup.fitToHeight in (0, None) or not ws.sheet_properties.pageSetUpPr.fitToPage
+        assert ws.print_title_rows, ws.title
+        scales[ws.title] = round(printed_scale(ws, paper), 2)
+    low = {t: s for t, s in scales.items() if s < MIN_SCALE}
+    assert not low, f"{name} on {paper}: {scales}"
+
+
+def test_the_timeline_runs_several_pages_wide_with_its_phase_columns_repeated(books):
+    ws = openpyxl.load_workbook(io.BytesIO(books["gpt3-175b-h100"]))["Timeline"]
+    assert not ws.sheet_properties.pageSetUpPr.fitToPage
+    assert ws.print_title_cols == "$A:$C"
+    assert ws.max_column > 100            # 2x the project, at least 104 weeks
+
+
+def test_long_text_wraps_inside_the_printed_columns(books):
+    """No text runs past the sheet's last column (it would widen the print range): a text cell
+    that is longer than the room to its right wraps."""
+    wb = openpyxl.load_workbook(io.BytesIO(books["llama3-70b-h100-deadline"]))
+    for ws in wb.worksheets:
+        merged = {str(r).split(":")[0]: r for r in ws.merged_cells.ranges}
+        for row in ws.iter_rows():
+            for c in row:
+                if c.data_type != "s" or not isinstance(c.value, str) or c.alignment.wrap_text \
+                        or c.alignment.text_rotation:
+                    continue
+                last = merged[c.coordinate].max_col if c.coordinate in merged else c.column
+                while last < ws.max_column and ws.cell(c.row, last + 1).value is None:
+                    last += 1
+                room = sum((ws.column_dimensions[get_column_letter(k)].width or 8.43)
+                           for k in range(c.column, last + 1))
+                assert len(c.value) <= room * 1.1 or last < ws.max_column, \
+                    (ws.title, c.coordinate, c.value[:60])
+
+
+# --- the printed pages ---------------------------------------------------------------------------
+
+def _calibration_book(path: Path) -> None:
+    """Body text in the workbook's font at 100%: the word height every page is measured against."""
+    wb = openpyxl.Workbook()
+    ws = wb.active
+    ws.title = "Calibration"
+    for r in range(1, 40):
+        ws.cell(r, 1, f"Calibration text {r}").font = Font(name="Calibri", size=11)
+    ws.sheet_properties.pageSetUpPr.fitToPage = False
+    ws.page_setup.scale = 100
+    wb.save(path)
+
+
+def _to_pdf(books: list[Path], outdir: Path) -> dict[Path, Path]:
+    """All books to PDF in one LibreOffice call with a private profile (as budget.recalc does)."""
+    from budget.recalc import soffice_path
+    with tempfile.TemporaryDirectory(prefix="trainbudget-pdf-") as tmp:
+        profile = Path(tmp) / "profile"
+        env = dict(os.environ, HOME=tmp, LC_ALL="C.UTF-8")
+        cmd = [soffice_path(), f"-env:UserInstallation={profile.as_uri()}", "--headless", "--norestore",
+               "--nolockcheck", "--convert-to", "pdf", "--outdir", str(outdir), *map(str, books)]
+        proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
+    out = {b: outdir / (b.stem + ".pdf") for b in books}
+    missing = [p.name for p in out.values() if not p.is_file()]
+    assert not missing, f"LibreOffice wrote no {missing}: {proc.stderr[-500:]}"
+    return out
+
+
+def _pages(pdf: Path) -> list[tuple[str, float, int]]:
+    """(sheet named in the footer, median word height, words) per page."""
+    bbox = subprocess.run(["pdftotext", "-bbox", str(pdf), "-"], capture_output=True, text=True,
+                          check=True).stdout
+    text = subprocess.run(["pdftotext", "-layout", str(pdf), "-"], capture_output=True, text=True,
+                          check=True).stdout.split("\f")
+    out = []
+    for n, page in enumerate(bbox.split("<page ")[1:]):
+        heights = [float(b) - float(a) for a, b in
+                   re.findall(r'yMin="([\d.]+)" xMax="[\d.]+" yMax="([\d.]+)"', page)]
+        footer = re.search(r"(\S[^\n]*?), page \d+ of \d+", text[n])
+        out.append((footer.group(1).strip() if footer else "?", statistics.median(heights) if heights else 0.0,
+                    len(heights)))
+    return out
+
+
+@pytest.fixture(scope="module")
+def printed(books, tmp_path_factory):
+    require_soffice()
+    require_tool(subprocess.run(["which", "pdftotext"], capture_output=True, text=True).stdout.strip(),
+                 "pdftotext (poppler-utils), which reads the printed pages,", "apt-get install -y poppler-utils")
+    folder = tmp_path_factory.mktemp("print")
+    paths = []
+    for name, data in books.items():
+        for paper in PAPERS:
+            wb = openpyxl.load_workbook(io.BytesIO(data))
+            for ws in wb.worksheets:
+                ws.page_setup.paperSize = ws.PAPERSIZE_A4 if paper == "A4" else ws.PAPERSIZE_LETTER
+            path = folder / f"{name}-{paper}.xlsx"
+            wb.save(path)
+            paths.append(path)
+    calibration = folder / "calibration.xlsx"
+    _calibration_book(calibration)
+    pdfs = _to_pdf([*paths, calibration], folder / "pdf")
+    (_, full, _), = _pages(pdfs[calibration])
+    return {p.stem: [(sheet, height / full, words) for sheet, height, words in _pages(pdfs[p])]
+            for p in paths}
+
+
+@pytest.mark.parametrize("paper", sorted(PAPERS))
+@pytest.mark.parametrize("name", BUNDLED)
+def test_printed_pages_are_legible(printed, books, name, paper):
+    pages = printed[f"{name}-{paper}"]
+    sheets = openpyxl.load_workbook(io.BytesIO(books[name])).sheetnames
+    assert [s for s in dict.fromkeys(sheet for sheet, _, _ in pages)] == sheets, "every sheet prints, in order"
+    low = [(n + 1, sheet, round(scale, 2)) for n, (sheet, scale, _) in enumerate(pages) if scale < MIN_SCALE]
+    assert not low, f"pages printed below {MIN_SCALE:.0%}: {low}"
+    count = {s: sum(1 for sheet, _, _ in pages if sheet == s) for s in sheets}
+    assert count["Summary"] <= 3 and count["Glossary"] == 1 and count["Change log"] == 1, count
+    assert count["Timeline"] <= 8, count
+    assert 15 <= len(pages) <= 45, count
+    assert all(words > 20 for _, _, words in pages), "no blank pages"
