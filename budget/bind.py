@@ -78,12 +78,18 @@ def get_path(s: Scenario, path: str):
 
 
 def explicit_paths(s: Scenario) -> set[str]:
-    """The dotted paths the scenario file itself sets (not schema defaults)."""
-    out = set(s.model_fields_set)
-    for section_name in type(s).model_fields:
-        section = getattr(s, section_name)
-        if hasattr(section, "model_fields_set"):
-            out |= {f"{section_name}.{f}" for f in section.model_fields_set}
+    """The dotted paths the scenario file itself sets (not schema defaults), at any depth."""
+    out: set[str] = set()
+
+    def walk(node, prefix: str) -> None:
+        for name in getattr(node, "model_fields_set", ()):
+            path = f"{prefix}{name}"
+            out.add(path)
+            child = getattr(node, name, None)
+            if hasattr(child, "model_fields_set"):
+                walk(child, path + ".")
+
+    walk(s, "")
     return out
 
 

@@ -27,7 +27,8 @@ BENIGN_CONSTANTS = frozenset({0, 1, 2, 7, 12, 24, 30, 52, 60, 100, 365, 1000, 10
 SUPPORTED_FUNCTIONS = frozenset({
     "IF", "AND", "OR", "NOT", "MAX", "MIN", "SUM", "ROUNDUP", "MOD",
     "ISNUMBER", "SQRT", "EXP", "INDEX", "MATCH", "ABS", "SUMPRODUCT", "ISERROR", "COUNTA",
-    "ROUND", "YEAR", "COLUMNS",
+    "ROUND", "YEAR", "COLUMNS", "COUNT", "LN", "NORMSINV", "LARGE", "ROW",
+    "DATE", "MONTH",   # dates: the Cashflow sheet's months (no EOMONTH: an add-in in old Excel)
 })
 
 # Excel operator precedence, low to high.
@@ -246,6 +247,9 @@ def ISERROR(x) -> Expr: return Call("ISERROR", (lift(x),))
 def COUNTA(*xs) -> Expr: return Call("COUNTA", tuple(lift(x) for x in xs))
 def ROUND(x, digits=0) -> Expr: return Call("ROUND", (lift(x), lift(digits)))
 def COLUMNS(x: Ref) -> Expr: return Call("COLUMNS", (x,))
+def YEAR(x) -> Expr: return Call("YEAR", (lift(x),))
+def MONTH(x) -> Expr: return Call("MONTH", (lift(x),))
+def DATE(y, m, d) -> Expr: return Call("DATE", (lift(y), lift(m), lift(d)))
 
 
 @dataclass(frozen=True, eq=False)
@@ -326,6 +330,25 @@ def _max(*xs): return max(_flat(xs), default=0.0)
 def _min(*xs): return min(_flat(xs), default=0.0)
 def _sum(*xs): return float(sum(_flat(xs)))
 def _columns(x): return float(len(x))
+
+
+def _day(serial) -> "datetime.date":
+    import datetime
+    return datetime.date(1899, 12, 30) + datetime.timedelta(days=math.floor(serial))
+
+
+def _year(x): return float(_day(x).year)
+def _month(x): return float(_day(x).month)
+
+
+def _date(y, m, d):
+    """DATE(y, m, d) as a serial: months and days past the end roll over, as in a spreadsheet."""
+    import datetime
+    y, m = int(y) + (int(m) - 1) // 12, (int(m) - 1) % 12 + 1
+    first = datetime.date(y, m, 1) + datetime.timedelta(days=int(d) - 1)
+    return float((first - datetime.date(1899, 12, 30)).days)
+
+
 def _isnumber(x): return isinstance(x, (int, float)) and not isinstance(x, bool)
 def _sqrt(x): return math.sqrt(x)
 def _exp(x):

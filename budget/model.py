@@ -64,6 +64,29 @@ def _tables(b: ModelBuilder) -> None:
 
 ASSUMED = "default: assumption"
 
+# The uncertain inputs of the Sensitivity sheet: key -> (the input it moves, label, how the
+# spread applies to the base value, default low and high, citation). Low and high are read as
+# the input's P10 and P90 for the range (P10/P50/P90 of the total).
+UNCERTAIN = {
+    "mfu": ("mfu", "Baseline MFU", "points", -0.10, 0.10,
+            "±10 points of utilisation; seed 002 quotes 45-55% for H100"),
+    "price_per_gpu_hour": ("price_per_gpu_hour", "GPU rental price", "factor", 0.85, 1.35,
+                           "neocloud H100 on-demand $2.49-3.99 around a $2.95 median "
+                           "(shared/reference/prices.yaml, 2026)"),
+    "train_tokens": ("train_tokens", "Training tokens", "factor", 0.9, 1.1,
+                     "assumption: filtering and repetition move the token count about 10%"),
+    "interruption_rate": ("interruption_rate_per_gpu_hour", "Interruption rate", "factor", 0.5, 2.0,
+                          "assumption: published large runs differ about 2x either way from "
+                          "Llama 3's rate (Llama Team 2024; OPT-175B logbook)"),
+    "queue_days": ("queue_days", "Queue wait", "factor", 0.5, 3.0,
+                   "assumption: seed 000, larger jobs queue longer"),
+    "setup_days": ("setup_days", "Setup", "factor", 0.5, 2.0, "assumption: prebuilt images halve it"),
+    "staffing": ("staffing_factor", "Staffing cost", "factor", 0.9, 1.3,
+                 "assumption: hiring delays and overtime"),
+    "storage_price": ("price_per_gb_month", "Storage price", "factor", 0.5, 1.5,
+                      "assumption: cheaper tiers to egress and requests on top"),
+}
+
 # Inputs whose values the layout search took as given when it chose the GPU count and layout
 # (and the catalog figures it read): a reviewer who changes one must regenerate. Each keeps
 # its value at generation in a visible cell named gen_<name>.
@@ -274,6 +297,18 @@ def _inputs(b: ModelBuilder) -> _Inputs:
     add("params_tolerance", "Parameter count may differ from the shape's by", "fraction",
         kind="fraction", minimum=0, maximum=1, path="plausibility.params_tolerance",
         cite="default: assumption; presets publish rounded counts within a few percent")
+
+    b.input_section("Uncertainty (Sensitivity sheet: low and high read as P10 and P90)")
+    add("staffing_factor", "Staffing cost relative to the table below (1 = as typed)", "×",
+        minimum=0, path="uncertainty.staffing_factor", cite="default: 1, the table as typed")
+    for key, (target, label, spread, low, high, cite) in UNCERTAIN.items():
+        unit = "points" if spread == "points" else "× base"
+        kind = "fraction" if spread == "points" else "number"
+        for end, value in (("low", low), ("high", high)):
+            add(f"unc_{key}_{end}", f"{label}: {end} ({'base +' if spread == 'points' else 'base ×'})",
+                unit, kind=kind, minimum=-1 if spread == "points" else 0, maximum=10,
+                path=f"uncertainty.{key}.{end}", cite=f"default: {value:+g} points; {cite}"
+                if spread == "points" else f"default: × {value:g}; {cite}")
 
     b.input_section("Staffing")
     add("staff_role", "Role", "text", kind="range_text", path="staffing[].role", codec="text")
@@ -642,11 +677,11 @@ def _cost(b: ModelBuilder, i: _Inputs) -> None:
            + SUMPRODUCT(i.staff_headcount, blank_months) * r("project_months"),
            "A role whose months are blank lasts the whole project")
     staffing = b.item("staffing_cost", "Staffing", "currency",
-                      SUMPRODUCT(i.staff_headcount, i.staff_monthly_cost, i.staff_months)
-                      + SUMPRODUCT(i.staff_headcount, i.staff_monthly_cost, blank_months)
-                      * r("project_months"),
-                      "Σ headcount × monthly cost × months over the roles on Inputs; blank months "
-                      "= the project's length")
+                      (SUMPRODUCT(i.staff_headcount, i.staff_monthly_cost, i.staff_months)
+                       + SUMPRODUCT(i.staff_headcount, i.staff_monthly_cost, blank_months)
+                       * r("project_months")) * i.staffing_factor,
+                      "Σ headcount × monthly cost × months over the roles on Inputs (blank months "
+                      "= the project's length), × the staffing factor (1 unless a what-if)")
 
     b.section("Total")
     subtotal = b.item("subtotal_cost", "Subtotal", "currency",

@@ -63,6 +63,7 @@ class Plan:
     layout: "LayoutChoice | None" = None
     candidate_values: tuple[Mapping[str, object], ...] = ()   # full model values per candidate
     model: Model | None = None              # the model the values come from; writers read it
+    options: tuple[tuple[str, "Plan"], ...] = ()   # the scenario's options, each a plan of its own
 
     def __getitem__(self, name: str):
         return self.values[name]

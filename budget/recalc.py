@@ -94,12 +94,16 @@ def relative_difference(got, want) -> float:
     """0 when equal; for numbers |got - want| / max(|want|, tiny); inf when types differ."""
     if isinstance(want, bool):
         want = float(want)
+    if want is None:
+        want = ""    # a blank input
     if want == "" and got is None:
         return 0.0   # a formula giving empty text reads back as an empty cell
     if isinstance(want, str) or isinstance(got, str):
         return 0.0 if str(got).lower() == str(want).lower() else math.inf
     if isinstance(got, (dt.datetime, dt.date)):
         got = to_excel(got)   # date-formatted results come back as datetimes
+    if isinstance(want, (dt.datetime, dt.date)):
+        want = to_excel(want)
     if got is None:
         got = 0.0   # an empty result; LibreOffice writes a formula giving 0 as 0, rarely None
     if isinstance(got, bool):

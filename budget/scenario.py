@@ -301,6 +301,30 @@ class PlausibilitySection(_Section):
     params_tolerance: _number(ge=0, le=1) = 0.1
 
 
+class Spread(_Section):
+    low: _number(ge=-1, le=10)
+    high: _number(ge=-1, le=10)
+
+
+def _spread(low: float, high: float):
+    return Annotated[Spread, Field(default_factory=lambda: Spread(low=low, high=high))]
+
+
+def _uncertainty_section() -> type[_Section]:
+    """Low and high values of the uncertain inputs (Sensitivity sheet), read as P10 and P90:
+    `mfu` in points added to the baseline MFU, the others as factors on the base value. The
+    keys and defaults are budget.model.UNCERTAIN's, so they are said once."""
+    from pydantic import create_model
+
+    from .model import UNCERTAIN
+    fields = {key: _spread(low, high) for key, (_, _, _, low, high, _) in UNCERTAIN.items()}
+    return create_model("UncertaintySection", __base__=_Section,
+                        staffing_factor=(_number(ge=0, le=10), 1.0), **fields)
+
+
+UncertaintySection = _uncertainty_section()
+
+
 class ConstantsSection(_Section):
     """Conventions the formulas use; a reviewer may change one in the workbook (import keeps it).
     Bounds admit the variants people use (GiB, 8·N·D with recomputation, fp32 activations)."""
@@ -362,6 +386,7 @@ class Scenario(_Section):
     buffer_rate: _number(ge=0, le=1) = 0.20
     plausibility: PlausibilitySection = PlausibilitySection()
     constants: ConstantsSection = ConstantsSection()
+    uncertainty: UncertaintySection = UncertaintySection()
     catalog: CatalogSection = CatalogSection()
     sources: dict[SafeText, LongText] = {}
 

@@ -145,6 +145,7 @@ class _Writer:
         if plan.layout is not None and plan.layout.candidates:
             sheets.insert(sheets.index("Parallelism") + 1, "Layout candidates")
         sheets.insert(sheets.index("Change log"), "Glossary")
+        sheets.insert(sheets.index("Checks"), "Sensitivity")
         if plan.options:
             sheets.insert(1, "Compare")
         for title in sheets:
@@ -919,6 +920,8 @@ class _Writer:
         for title in CALC_SHEETS:
             self.calc_sheet(title, subtitles[title])
         self.summary()
+        from .sensitivity import write_sensitivity
+        write_sensitivity(self, self.wb["Sensitivity"], self.plan)
         if self.plan.options:
             from .compare import write_compare
             write_compare(self, self.wb["Compare"], self.plan, self.plan.options)

@@ -1,0 +1,188 @@
+"""The Compare sheet: the scenario's options side by side, every figure a live formula.
+
+Each option is a column of the model grid (budget/grid.py) over that option's own inputs; the
+key figures, the recommendation (the cheapest option that passes every check, which includes
+meeting the deadline) and a chart of days against cost sit above it. Workbook-scope names, one
+row each in option order: compare_option_names, compare_gpu_count, compare_train_days,
+compare_gpu_hours, compare_total_cost, compare_check_count.
+"""
+
+from __future__ import annotations
+
+from openpyxl.chart import Reference, ScatterChart, Series
+from openpyxl.styles import Alignment, Font
+from openpyxl.utils import get_column_letter
+
+from .grid import Variant, grid_rows, write_grid
+
+
+def put_text(cell, text):
+    from .workbook import put_text as put
+    put(cell, text)
+
+
+def number_format(unit, kind="number"):
+    from .workbook import number_format as fmt
+    return fmt(unit, kind)
+
+KEY_FIGURES = ("gpu_count", "accelerator_name", "layout_label", "memory_per_gpu_gb", "check_memory_fits",
+               "train_days", "project_end", "gpu_hours", "billed_rental_cost", "total_cost",
+               "cost_per_gpu_hour_all_in", "master_check")
+COMPARE_NAMES = {"gpu_count": "compare_gpu_count", "train_days": "compare_train_days",
+                 "gpu_hours": "compare_gpu_hours", "total_cost": "compare_total_cost",
+                 "master_check": "compare_check_count"}
+STAFF_TABLE = ("staff_role", "staff_headcount", "staff_monthly_cost", "staff_months")
+FIRST_COL = 4       # A: label, B: unit, C: name, then one column per option
+
+
+def option_variants(base, options) -> list[Variant]:
+    """The base plan and each option's, with the inputs each option holds as its own."""
+    model = base.model
+    singles = [d.name for d in model.inputs.values() if not d.is_range and d.kind != "structure"]
+    variants = [Variant(base.scenario.name, base.values)]
+    for title, plan in options:
+        own = frozenset(n for n in singles if plan.values[n] != base.values[n])
+        variants.append(Variant(title, plan.values, own))
+    return variants
+
+
+def write_compare(w, ws, base, options) -> None:
+    model = base.model
+    variants = option_variants(base, options)
+    n = len(variants)
+    last_col = FIRST_COL + n - 1
+    span = f"${get_column_letter(FIRST_COL)}${{r}}:${get_column_letter(last_col)}${{r}}"
+    w.title(ws, "Compare: the options side by side",
+            "Each column is the whole model over that option's inputs (the workings below). "
+            "Blue cells are the option's own inputs; linked cells follow the Inputs sheet until "
+            "you type over them.")
+    head = 4
+    w.header(ws, head, ["Option", "Unit", "Name"])
+    for j, v in enumerate(variants):
+        cell = ws.cell(head, FIRST_COL + j)
+        put_text(cell, v.title)
+        cell.style = "Header"
+        cell.alignment = Alignment(wrap_text=True, vertical="top")
+    w.define("compare_option_names", ws, span.format(r=head))
+    ws.row_dimensions[head].height = 45
+
+    # The workings first (their rows are what the key figures point at), laid out below.
+    key_top = head + 1
+    rec_row = key_top + len(KEY_FIGURES) + 1
+    grid_top = rec_row + 6
+    staff_blocks = _staff_blocks(model, base, options, variants)
+    rows = grid_rows(model)
+    block_top = grid_top + len(rows) + 3
+    variants = _with_staff_ranges(variants, staff_blocks, block_top)
+    row_of = write_grid(w, ws, grid_top, FIRST_COL, variants, model,
+                        on_row=lambda r, name: _row_label(w, ws, r, name, model))
+    ws.cell(grid_top - 1, 1, "Workings: every input and line item of each option").font = Font(
+        bold=True, color="1F4E79")
+    _write_staff_blocks(w, ws, staff_blocks, block_top)
+
+    for k, name in enumerate(KEY_FIGURES):
+        r = key_top + k
+        _row_label(w, ws, r, name, model)
+        for j, v in enumerate(variants):
+            col = FIRST_COL + j
+            source = f"{get_column_letter(col)}{row_of[name]}"
+            item = model.items.get(name)
+            d = model.items.get(name) or model.inputs[name]
+            cell = w.formula(ws, r, col, source, v.values[name], number_format(d.unit, d.kind))
+            if item is not None and (item.is_flag or name == "master_check"):
+                w.flag_format(ws, cell.coordinate)
+    for name, defined in COMPARE_NAMES.items():
+        w.define(defined, ws, span.format(r=row_of[name]))
+    _recommendation(w, ws, rec_row, variants, row_of)
+    _chart(ws, variants, row_of, rec_row)
+    w.widths(ws, [44, 14, 26] + [20] * n)
+    ws.freeze_panes = ws.cell(head + 1, FIRST_COL)
+    w.page_setup(ws)
+
+
+def _row_label(w, ws, r: int, name: str, model) -> None:
+    d = model.inputs.get(name) or model.items[name]
+    put_text(ws.cell(r, 1), d.label)
+    w.unit_cell(ws, r, 2, d.unit)
+    put_text(ws.cell(r, 3), name)
+    ws.cell(r, 3).font = Font(color="7F7F7F")
+
+
+def _recommendation(w, ws, row: int, variants, row_of) -> None:
+    """The cheapest option whose checks all pass (meeting the deadline is one of them)."""
+    put_text(ws.cell(row, 1), "Total when every check passes")
+    eligible = []
+    for j, v in enumerate(variants):
+        col = get_column_letter(FIRST_COL + j)
+        ok = v.values["master_check"] == 0
+        eligible.append(v.values["total_cost"] if ok else None)
+        w.formula(ws, row, FIRST_COL + j,
+                  f'IF({col}{row_of["master_check"]}=0,{col}{row_of["total_cost"]},"")',
+                  v.values["total_cost"] if ok else "", "#,##0")
+    first, last = get_column_letter(FIRST_COL), get_column_letter(FIRST_COL + len(variants) - 1)
+    rng = f"${first}${row}:${last}${row}"
+    w.define("compare_eligible_total", ws, rng)
+    costs = [c for c in eligible if c is not None]
+    expected = (variants[eligible.index(min(costs))].title if costs
+                else "No option passes every check: see each option's failing checks in the workings")
+    ws.cell(row + 1, 1, "Recommended").font = Font(bold=True)
+    cell = w.formula(ws, row + 1, 2,
+                     f'IF(COUNT(compare_eligible_total)=0,"No option passes every check: see each '
+                     f"option's failing checks in the workings\","
+                     f"INDEX(compare_option_names,MATCH(MIN(compare_eligible_total),"
+                     f"compare_eligible_total,0)))", expected, None)
+    cell.font = Font(bold=True)
+    put_text(ws.cell(row + 2, 1), "Rule: the cheapest option whose checks all pass, the deadline "
+                                    "check included; blank totals above did not qualify.")
+    ws.cell(row + 2, 1).font = Font(italic=True, color="595959")
+
+
+def _chart(ws, variants, row_of, anchor_row: int) -> None:
+    chart = ScatterChart()
+    chart.title = "Training days against total cost, per option"
+    chart.style = 13
+    chart.x_axis.title = "Training days"
+    chart.y_axis.title = "Total cost"
+    first, last = FIRST_COL, FIRST_COL + len(variants) - 1
+    xs = Reference(ws, min_col=first, max_col=last, min_row=row_of["train_days"])
+    ys = Reference(ws, min_col=first, max_col=last, min_row=row_of["total_cost"])
+    series = Series(ys, xs, title="Options")
+    series.marker.symbol = "circle"
+    series.graphicalProperties.line.noFill = True
+    chart.series.append(series)
+    chart.height, chart.width = 7.5, 14
+    ws.add_chart(chart, f"{get_column_letter(FIRST_COL + len(variants) + 1)}5")
+
+
+def _staff_blocks(model, base, options, variants) -> dict[int, dict]:
+    """Options whose staffing differs from the base get a staffing table of their own."""
+    blocks = {}
+    for j, (title, plan) in enumerate(options, 1):
+        if any(plan.values[n] != base.values[n] for n in STAFF_TABLE):
+            blocks[j] = {n: plan.values[n] for n in STAFF_TABLE} | {"title": title}
+    return blocks
+
+
+def _with_staff_ranges(variants, blocks, top: int) -> list[Variant]:
+    out, row = list(variants), top
+    for j, block in blocks.items():
+        first, last = row + 2, row + 1 + max(len(block["staff_role"]), 1)
+        ranges = {n: f"${get_column_letter(1 + k)}${first}:${get_column_letter(1 + k)}${last}"
+                  for k, n in enumerate(STAFF_TABLE)}
+        v = out[j]
+        out[j] = Variant(v.title, v.values, v.own, ranges)
+        block["rows"] = (row, first, last)
+        row = last + 2
+    return out
+
+
+def _write_staff_blocks(w, ws, blocks, top: int) -> None:
+    model_units = {"staff_role": "text", "staff_headcount": "people",
+                   "staff_monthly_cost": "currency/month", "staff_months": "months"}
+    for block in blocks.values():
+        heading, first, _ = block["rows"]
+        ws.cell(heading, 1, f"Staffing of option: {block['title']}").font = Font(bold=True)
+        w.header(ws, heading + 1, ["Role", "Headcount", "Monthly cost", "Months (blank = project)"])
+        for r, line in enumerate(zip(*(block[n] for n in STAFF_TABLE))):
+            for k, (n, value) in enumerate(zip(STAFF_TABLE, line), 1):
+                w.input_value(ws.cell(first + r, k), value, model_units[n])

@@ -1,0 +1,225 @@
+"""Sensitivity and range: how far each uncertain input moves the total, and P10/P50/P90.
+
+Each uncertain input (budget.model.UNCERTAIN) gets two columns of the model grid, the input set
+to its low and its high value by a formula over the Inputs sheet (`=price_per_gpu_hour*
+unc_price_per_gpu_hour_low`), so the whole sheet stays live. Above the grid: the table of
+totals and project ends at low and high, a tornado sorted live by swing (LARGE and MATCH), and
+the range.
+
+The range reads each input's low and high as its P10 and P90 and treats the inputs as
+independent. Each input's effect on the log of the total is taken as normal, with its median
+halfway between the logs at low and high and its spread from their distance (÷ 2·z, z =
+NORMSINV(0.9)); the effects add, so the total is lognormal: P50 = total × e^M, P10/P90 = total ×
+e^(M ∓ z·S), M = Σ means, S = √Σ spreads². The project end adds the same way, in days. What it
+leaves out: interactions between inputs (it is first order), correlation, and any input not in
+the table. The tests hold it against a 20,000-sample Monte Carlo of the Python model.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from statistics import NormalDist
+
+from openpyxl.chart import BarChart, Reference
+from openpyxl.styles import Alignment, Font
+from openpyxl.utils import get_column_letter
+
+from .grid import Variant, grid_rows, write_grid
+from .model import UNCERTAIN
+
+Z90 = NormalDist().inv_cdf(0.9)
+HEAD = 4                # the table's header row
+FIRST_GRID_COL = 4      # D: the first what-if column of the workings
+
+
+@dataclass(frozen=True)
+class Case:
+    key: str
+    end: str            # low | high
+    target: str         # the input it sets
+    value: float
+    formula: str        # the target's cell formula, over the workbook's names
+    values: dict        # the model evaluated with the target at `value`
+
+
+def cases(plan) -> list[Case]:
+    """The low and high what-if of every uncertain input, evaluated by the planner's model."""
+    model, v = plan.model, plan.values
+    lookups = {name: t.lookup() for name, t in plan.tables.items()}
+    base_inputs = {k: v[k] for k in model.inputs}
+    out = []
+    for key, (target, _, spread, _, _, _) in UNCERTAIN.items():
+        for end in ("low", "high"):
+            factor = f"unc_{key}_{end}"
+            if spread == "points":
+                value, formula = v["baseline_mfu"] + v[factor], f"baseline_mfu+{factor}"
+            else:
+                value, formula = v[target] * v[factor], f"{target}*{factor}"
+            values = model.evaluate({**base_inputs, target: value}, lookups)
+            out.append(Case(key, end, target, value, formula, values))
+    return out
+
+
+def range_figures(plan, all_cases: list[Case]) -> dict[str, float]:
+    """P10/P50/P90 of the total and P90 of the project end, as the workbook computes them."""
+    total, end = plan.values["total_cost"], plan.values["project_end"]
+    means, spreads, day_means, day_spreads = [], [], [], []
+    for key in UNCERTAIN:
+        low, high = (c for c in all_cases if c.key == key)
+        a, b = math.log(low.values["total_cost"] / total), math.log(high.values["total_cost"] / total)
+        means.append((a + b) / 2)
+        spreads.append(abs(b - a) / (2 * Z90))
+        da, db = low.values["project_end"] - end, high.values["project_end"] - end
+        day_means.append((da + db) / 2)
+        day_spreads.append(abs(db - da) / (2 * Z90))
+    m, s = sum(means), math.sqrt(sum(x * x for x in spreads))
+    dm, ds = sum(day_means), math.sqrt(sum(x * x for x in day_spreads))
+    return {"total_cost_p10": total * math.exp(m - Z90 * s), "total_cost_p50": total * math.exp(m),
+            "total_cost_p90": total * math.exp(m + Z90 * s), "project_end_p90": end + dm + Z90 * ds,
+            "_means": means, "_spreads": spreads, "_day_means": day_means, "_day_spreads": day_spreads}
+
+
+def write_sensitivity(w, ws, plan) -> None:
+    from .workbook import number_format, put_text
+
+    model, v = plan.model, plan.values
+    all_cases = cases(plan)
+    rng = range_figures(plan, all_cases)
+    keys = list(UNCERTAIN)
+    n = len(keys)
+    w.title(ws, "Sensitivity and range: how far each uncertain input moves the total",
+            "Low and high values are inputs (Inputs sheet, Uncertainty), read as P10 and P90. Each "
+            "what-if is the whole model in a column of the workings below, live.")
+    table_top = HEAD + 1
+    grid_top = table_top + n + 2 * n + 22
+    variants = [Variant(f"{UNCERTAIN[c.key][1]}: {c.end}", c.values, frozenset({c.target}),
+                        formulas={c.target: c.formula}) for c in all_cases]
+    col_of = {(c.key, c.end): get_column_letter(FIRST_GRID_COL + j) for j, c in enumerate(all_cases)}
+    ws.cell(grid_top - 2, 1, "Workings: the whole model with one input at its low or high value").font = \
+        Font(bold=True, color="1F4E79")
+    for j, variant in enumerate(variants):
+        cell = ws.cell(grid_top - 1, FIRST_GRID_COL + j)
+        put_text(cell, variant.title)
+        cell.style = "Header"
+        cell.alignment = Alignment(wrap_text=True, vertical="top")
+
+    def label_row(r: int, name: str) -> None:
+        d = model.inputs.get(name) or model.items[name]
+        put_text(ws.cell(r, 1), d.label)
+        w.unit_cell(ws, r, 2, d.unit)
+        put_text(ws.cell(r, 3), name)
+        ws.cell(r, 3).font = Font(color="7F7F7F")
+
+    row_of = write_grid(w, ws, grid_top, FIRST_GRID_COL, variants, model, on_row=label_row)
+
+    # The table: one row per uncertain input.
+    heads = ["Uncertain input", "Moves", "Base", "Low value", "High value", "Total at low",
+             "Total at high", "Swing", "Sort key", "Project end at low", "Project end at high",
+             "Log-total mean", "Log-total spread", "End mean (days)", "End spread (days)"]
+    w.header(ws, HEAD, heads)
+    ws.row_dimensions[HEAD].height = 45
+    money, date = number_format("currency"), number_format("date")
+    swings = []
+    for k, key in enumerate(keys):
+        r = table_top + k
+        target, label, spread, _, _, _ = UNCERTAIN[key]
+        low, high = (c for c in all_cases if c.key == key)
+        lo, hi = col_of[(key, "low")], col_of[(key, "high")]
+        tr, er = row_of["total_cost"], row_of["project_end"]
+        base_name = "baseline_mfu" if spread == "points" else target
+        d = model.inputs[target]
+        put_text(ws.cell(r, 1), label)
+        put_text(ws.cell(r, 2), target)
+        w.formula(ws, r, 3, base_name, v[base_name], number_format(d.unit, d.kind))
+        w.formula(ws, r, 4, f"{lo}{row_of[target]}", low.value, number_format(d.unit, d.kind))
+        w.formula(ws, r, 5, f"{hi}{row_of[target]}", high.value, number_format(d.unit, d.kind))
+        lt, ht = low.values["total_cost"], high.values["total_cost"]
+        w.formula(ws, r, 6, f"{lo}{tr}", lt, money)
+        w.formula(ws, r, 7, f"{hi}{tr}", ht, money)
+        swing = abs(ht - lt)
+        w.formula(ws, r, 8, f"ABS(G{r}-F{r})", swing, money)
+        # LARGE/MATCH sort; the row number / 10^9 breaks ties between equal swings
+        key_value = swing + r / 1000 / 1000 / 1000
+        swings.append(key_value)
+        w.formula(ws, r, 9, f"H{r}+ROW()/1000/1000/1000", key_value, "0.000")
+        w.formula(ws, r, 10, f"{lo}{er}", low.values["project_end"], date)
+        w.formula(ws, r, 11, f"{hi}{er}", high.values["project_end"], date)
+        w.formula(ws, r, 12, f"(LN(F{r}/total_cost)+LN(G{r}/total_cost))/2", rng["_means"][k], "0.0000")
+        w.formula(ws, r, 13, f"ABS(LN(G{r}/total_cost)-LN(F{r}/total_cost))/2/sensitivity_z",
+                  rng["_spreads"][k], "0.0000")
+        w.formula(ws, r, 14, f"((J{r}-project_end)+(K{r}-project_end))/2", rng["_day_means"][k], "0.0")
+        w.formula(ws, r, 15, f"ABS(K{r}-J{r})/2/sensitivity_z", rng["_day_spreads"][k], "0.0")
+    last = table_top + n - 1
+    w.define("sensitivity_low_total", ws, f"$F${table_top}:$F${last}")
+    w.define("sensitivity_high_total", ws, f"$G${table_top}:$G${last}")
+    w.define("sensitivity_sort_key", ws, f"$I${table_top}:$I${last}")
+    w.define("sensitivity_inputs", ws, f"$A${table_top}:$A${last}")
+
+    # The tornado, sorted live.
+    top = last + 2
+    ws.cell(top, 1, "Tornado: the inputs by swing, largest first (sorted live)").font = Font(bold=True)
+    w.header(ws, top + 1, ["Uncertain input", "Rank", "Low − base", "High − base", "Swing"])
+    order = sorted(range(n), key=lambda k: -swings[k])
+    total = v["total_cost"]
+    for rank, k in enumerate(order, 1):
+        r = top + 1 + rank
+        key = keys[k]
+        low, high = (c for c in all_cases if c.key == key)
+        pos = f"MATCH(LARGE(sensitivity_sort_key,B{r}),sensitivity_sort_key,0)"
+        w.formula(ws, r, 1, f"INDEX(sensitivity_inputs,{pos})", UNCERTAIN[key][1], None)
+        w.formula(ws, r, 2, "1" if rank == 1 else f"B{r - 1}+1", float(rank), "0")
+        w.formula(ws, r, 3, f"INDEX(sensitivity_low_total,{pos})-total_cost",
+                  low.values["total_cost"] - total, money)
+        w.formula(ws, r, 4, f"INDEX(sensitivity_high_total,{pos})-total_cost",
+                  high.values["total_cost"] - total, money)
+        w.formula(ws, r, 5, f"ABS(D{r}-C{r})", abs(high.values["total_cost"] - low.values["total_cost"]),
+                  money)
+    _tornado_chart(ws, top + 2, top + 1 + n)
+
+    # The range.
+    r0 = top + n + 3
+    ws.cell(r0, 1, "Range of the total (P10, P50, P90) and of the project end (P90)").font = Font(bold=True)
+    rows = [("sensitivity_z", "z for P90: NORMSINV(0.9)", "NORMSINV(0.9)", Z90, "0.0000"),
+            ("total_cost_p10", "Total, P10", "total_cost*EXP(SUM(L{a}:L{b})-sensitivity_z*SQRT("
+             "SUMPRODUCT(M{a}:M{b},M{a}:M{b})))", rng["total_cost_p10"], money),
+            ("total_cost_p50", "Total, P50", "total_cost*EXP(SUM(L{a}:L{b}))", rng["total_cost_p50"], money),
+            ("total_cost_p90", "Total, P90", "total_cost*EXP(SUM(L{a}:L{b})+sensitivity_z*SQRT("
+             "SUMPRODUCT(M{a}:M{b},M{a}:M{b})))", rng["total_cost_p90"], money),
+            ("project_end_p90", "Project end, P90", "project_end+SUM(N{a}:N{b})+sensitivity_z*SQRT("
+             "SUMPRODUCT(O{a}:O{b},O{a}:O{b}))", rng["project_end_p90"], date)]
+    for k, (name, label, text, value, fmt) in enumerate(rows, 1):
+        r = r0 + k
+        put_text(ws.cell(r, 1), label)
+        w.formula(ws, r, 2, text.format(a=table_top, b=last), value, fmt)
+        if name != "sensitivity_z":
+            w.unit_cell(ws, r, 3, "date" if name == "project_end_p90" else "currency")
+        w.define(name, ws, f"$B${r}")
+    note = (f"Method: each input's low and high are its P10 and P90, independent; its effect on the "
+            f"log of the total is normal (median halfway between the logs at low and high, spread "
+            f"from their distance ÷ 2z), and the effects add, so the total is lognormal. Leaves "
+            f"out: interactions between inputs, correlations, and inputs not in the table.")
+    put_text(ws.cell(r0 + len(rows) + 1, 1), note)
+    ws.cell(r0 + len(rows) + 1, 1).alignment = Alignment(wrap_text=True, vertical="top")
+    ws.merge_cells(start_row=r0 + len(rows) + 1, start_column=1, end_row=r0 + len(rows) + 1, end_column=8)
+    ws.row_dimensions[r0 + len(rows) + 1].height = 48
+    w.widths(ws, [40, 26, 16, 16, 16, 16, 16, 16, 14, 14, 14, 12, 12, 12, 12]
+             + [16] * max(0, len(variants) - 12))
+    ws.freeze_panes = ws.cell(HEAD + 1, 2)
+    w.page_setup(ws)
+    assert grid_rows(model)   # the workings follow the model's rows
+
+
+def _tornado_chart(ws, first: int, last: int) -> None:
+    chart = BarChart()
+    chart.type = "bar"
+    chart.grouping = "clustered"
+    chart.overlap = 100
+    chart.title = "Tornado: change in the total at each input's low and high"
+    data = Reference(ws, min_col=3, max_col=4, min_row=first - 1, max_row=last)
+    cats = Reference(ws, min_col=1, min_row=first, max_row=last)
+    chart.add_data(data, titles_from_data=True)
+    chart.set_categories(cats)
+    chart.y_axis.title = "Change in the total"
+    chart.height, chart.width = 8, 16
+    ws.add_chart(chart, f"G{first - 1}")

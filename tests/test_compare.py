@@ -1,0 +1,176 @@
+"""The Compare sheet: each option a column of live formulas over its own inputs.
+
+Proven in LibreOffice: every cell equals the plan of the option scenario built on its own;
+editing an option's inputs moves that column only; no column's formula reads another column.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import io
+import re
+
+import openpyxl
+import pytest
+
+from budget.compare import COMPARE_NAMES
+from budget.grid import grid_rows
+from budget.recalc import read_values, recalculate, relative_difference
+from budget.workbook import write_workbook
+from support import SEED_H100, plan_of, raw, require_soffice, with_changes
+
+TOLERANCE = 1e-9
+OPTIONS = {
+    "1,024 H100": {"hardware.gpu_count": 1024, "parallelism.pp": 16},
+    "1,024 A100": {"hardware.gpu_count": 1024, "hardware.accelerator": "nvidia_a100_80gb_sxm",
+                   "hardware.effective_tflops": 140, "hardware.peak_tflops": None},
+    "Smaller team": {"staffing": [{"role": "Research engineer", "headcount": 3, "monthly_cost": 9000}]},
+}
+# Edits to every input of one option column (the A100 one): each input moved within its bounds.
+EDITED_COLUMN = 2
+
+
+def _option_plans(catalog):
+    return tuple((title, plan_of(with_changes(raw(SEED_H100), changes), catalog, f"option-{n}"))
+                 for n, (title, changes) in enumerate(OPTIONS.items()))
+
+
+def _edited_value(d, value):
+    if d.kind == "choice":
+        others = [c for c in (d.choices or ()) if c != value]
+        return others[0] if others else value
+    if d.kind in {"text", "generated_text"} or isinstance(value, str):
+        return value
+    if value is None:
+        return None
+    if d.kind == "integer":
+        return value            # layout and counts: kept, so the layout still divides
+    if d.kind == "date":
+        return value + 7
+    bumped = value * 1.05
+    if d.maximum is not None:
+        bumped = min(bumped, d.maximum)
+    return bumped
+
+
+@pytest.fixture(scope="module")
+def books(tmp_path_factory, catalog, seed_h100):
+    require_soffice()
+    folder = tmp_path_factory.mktemp("compare")
+    options = _option_plans(catalog)
+    plan = dataclasses.replace(seed_h100, options=options)
+    result = write_workbook(plan)
+    plain = folder / "compare.xlsx"
+    plain.write_bytes(result.data)
+    # Edit every numeric input of one option column, as a reviewer typing over cells would.
+    model = plan.model
+    wb = openpyxl.load_workbook(io.BytesIO(result.data))
+    ws = wb["Compare"]
+    col = 4 + EDITED_COLUMN
+    rows = {name: n for n, name in enumerate(grid_rows(model), _grid_top(ws))}
+    option_values = dict(options[EDITED_COLUMN - 1][1].values)
+    edited_inputs = {}
+    for name, d in model.inputs.items():
+        if name not in rows or d.kind.startswith("generated") or name in {"gpu_type", "currency"}:
+            continue
+        new = _edited_value(d, option_values[name])
+        if new != option_values[name]:
+            edited_inputs[name] = new
+            ws.cell(rows[name], col).value = new
+    edited = folder / "compare-edited.xlsx"
+    wb.save(edited)
+    recalculated = recalculate([plain, edited], folder / "recalculated")
+    return {"plan": plan, "result": result, "rows": rows, "edited_inputs": edited_inputs,
+            "plain": read_values(recalculated[plain]), "edited": read_values(recalculated[edited])}
+
+
+def _grid_top(ws) -> int:
+    for row in ws.iter_rows(min_col=3, max_col=3):
+        if row[0].value == "params_override":
+            return row[0].row
+    raise AssertionError("no grid on the Compare sheet")
+
+
+def test_every_compare_cell_equals_the_option_plans(books):
+    result, values = books["result"], books["plain"]
+    compare = {k: v for k, v in result.expected.items() if k.startswith("Compare!")}
+    assert len(compare) > 1000
+    bad = {k: (values.get(k), v) for k, v in compare.items() if relative_difference(values.get(k), v) > TOLERANCE}
+    assert not bad
+
+
+def test_columns_are_the_options_own_plans(books):
+    """Compare columns equal the plans of the option scenarios generated on their own."""
+    plan, values, rows = books["plan"], books["plain"], books["rows"]
+    for j, (_, option) in enumerate(plan.options, 1):
+        letter = "DEFG"[j]
+        for name in ("gpu_count", "train_days", "gpu_hours", "total_cost", "staffing_cost", "project_end"):
+            got = values[f"Compare!{letter}{rows[name]}"]
+            assert relative_difference(got, option.values[name]) <= TOLERANCE, (j, name)
+
+
+def test_seed_002_comparison_days(books):
+    values, rows = books["plain"], books["rows"]
+    days = [values[f"Compare!{c}{rows['train_days']}"] for c in "DEF"]
+    assert days == pytest.approx([158.2393, 79.1196, 254.3132], abs=1e-3)
+
+
+def test_editing_one_option_moves_only_its_column(books):
+    """Every numeric input of the A100 column typed over: that column follows the model
+    evaluated over the edited inputs; every other column is unchanged."""
+    plan, rows, before, after = books["plan"], books["rows"], books["plain"], books["edited"]
+    assert len(books["edited_inputs"]) >= 40
+    letters = "DEFG"
+    for j, letter in enumerate(letters):
+        if j == EDITED_COLUMN:
+            continue
+        for name, r in rows.items():
+            key = f"Compare!{letter}{r}"
+            assert relative_difference(after.get(key), before.get(key)) <= TOLERANCE, (letter, name)
+    option = plan.options[EDITED_COLUMN - 1][1]
+    inputs = {k: option.values[k] for k in plan.model.inputs}
+    inputs.update(books["edited_inputs"])
+    lookups = {name: t.lookup() for name, t in plan.tables.items()}
+    expected = plan.model.evaluate(inputs, lookups)
+    letter = letters[EDITED_COLUMN]
+    moved = 0
+    for name, r in rows.items():
+        got = after.get(f"Compare!{letter}{r}")
+        assert relative_difference(got, expected[name]) <= TOLERANCE, name
+        moved += relative_difference(got, before.get(f"Compare!{letter}{r}")) > TOLERANCE
+    assert moved > 50
+
+
+def test_no_column_reads_another(books):
+    """Column-relative: every cell reference in an option's formulas stays in its own column."""
+    wb = openpyxl.load_workbook(io.BytesIO(books["result"].data))
+    ws = wb["Compare"]
+    top = _grid_top(ws)
+    bottom = top + len(grid_rows(books["plan"].model))   # below: options' own staffing tables
+    ref = re.compile(r"(?<![A-Za-z_$])\$?([A-Z]{1,3})\$?(\d+)(?![\w(])")
+    staffing_refs = 0
+    for row in ws.iter_rows(min_row=top, max_row=bottom - 1, min_col=4, max_col=7):
+        for cell in row:
+            if isinstance(cell.value, str) and cell.value.startswith("="):
+                body = re.sub(r'"[^"]*"', '""', cell.value)
+                for letter, at in ref.findall(body):
+                    if int(at) >= bottom:
+                        staffing_refs += 1
+                        assert cell.column_letter == "G", cell.coordinate   # the option with its own team
+                    elif letter != cell.column_letter:
+                        raise AssertionError(f"{cell.coordinate} reads column {letter}: {cell.value}")
+    assert staffing_refs > 0
+
+
+def test_names_and_recommendation(books):
+    result, values = books["result"], books["plain"]
+    for defined in ("compare_option_names", *COMPARE_NAMES.values()):
+        sheet, ref = result.names[defined].split("!")
+        assert sheet == "Compare" and re.fullmatch(r"D\d+:G\d+", ref), defined
+    recommended = [v for k, v in values.items() if k.startswith("Compare!B") and v in OPTIONS]
+    # The seed's pinned layout does not fit (a failing check), so the base cannot be chosen;
+    # of the options that pass, 1,024 H100 is the cheapest.
+    assert recommended == ["1,024 H100"]
+    sheet, ref = result.names["compare_check_count"].split("!")
+    first = ref.split(":")[0]
+    assert values[f"Compare!{first}"] >= 1

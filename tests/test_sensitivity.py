@@ -1,0 +1,138 @@
+"""Sensitivity and range: the tornado, P10/P50/P90, held against a Monte Carlo of the model."""
+
+from __future__ import annotations
+
+import io
+import math
+import random
+
+import openpyxl
+import pytest
+
+from budget.model import UNCERTAIN
+from budget.recalc import read_values, recalculate, relative_difference
+from budget.sensitivity import Z90, cases, range_figures
+from budget.workbook import write_workbook
+from support import SCENARIOS, plan_of, raw, require_soffice
+
+BUNDLED = ("gpt3-175b-h100", "gpt3-175b-a100", "llama3-70b-h100-deadline")
+SAMPLES = 20_000
+
+
+@pytest.fixture(scope="module")
+def plans(catalog):
+    return {stem: plan_of(raw(SCENARIOS / f"{stem}.yaml"), catalog, stem) for stem in BUNDLED}
+
+
+@pytest.mark.parametrize("stem", BUNDLED)
+def test_base_lies_between_low_and_high(plans, stem):
+    """Every uncertain input here moves the total one way, so the base total lies between the
+    totals at its low and its high value."""
+    plan = plans[stem]
+    total = plan.total_cost
+    for key in UNCERTAIN:
+        low, high = (c for c in cases(plan) if c.key == key)
+        a, b = sorted((low.values["total_cost"], high.values["total_cost"]))
+        assert a <= total * (1 + 1e-12) and total <= b * (1 + 1e-12), key
+
+
+def test_price_and_mfu_move_the_total_as_expected(plans):
+    plan = plans["gpt3-175b-h100"]
+    by = {(c.key, c.end): c.values["total_cost"] for c in cases(plan)}
+    assert by[("price_per_gpu_hour", "low")] < plan.total_cost < by[("price_per_gpu_hour", "high")]
+    # ±10 points of utilisation: a lower MFU costs more (seed example: -0.6M / +1.0M on rental)
+    assert by[("mfu", "high")] < plan.total_cost < by[("mfu", "low")]
+    rental_low = next(c for c in cases(plan) if c.key == "mfu" and c.end == "high").values["rental_cost"]
+    assert plan.rental_cost - rental_low == pytest.approx(0.636e6, rel=0.02)
+
+
+@pytest.mark.parametrize("stem", BUNDLED)
+def test_range_is_ordered_and_agrees_with_a_monte_carlo(plans, stem):
+    """P10 ≤ P50 ≤ P90; a seeded Monte Carlo of the Python model (each input lognormal with
+    its low and high as P10 and P90, independent) gives P50 and P90 within ±5%."""
+    plan = plans[stem]
+    all_cases = cases(plan)
+    figures = range_figures(plan, all_cases)
+    assert figures["total_cost_p10"] <= figures["total_cost_p50"] <= figures["total_cost_p90"]
+    model, lookups = plan.model, {n: t.lookup() for n, t in plan.tables.items()}
+    base = {k: plan.values[k] for k in model.inputs}
+    draws = random.Random(20261130)
+    params = {}
+    for key, (target, *_rest) in UNCERTAIN.items():
+        low, high = (c.value for c in all_cases if c.key == key)
+        params[target] = ((math.log(low) + math.log(high)) / 2, (math.log(high) - math.log(low)) / (2 * Z90))
+    totals, ends = [], []
+    for _ in range(SAMPLES):
+        inputs = dict(base)
+        for target, (mu, sigma) in params.items():
+            inputs[target] = math.exp(draws.gauss(mu, sigma))
+        values = model.evaluate(inputs, lookups)
+        totals.append(values["total_cost"])
+        ends.append(values["project_end"])
+    totals.sort()
+    ends.sort()
+    p50, p90 = totals[SAMPLES // 2], totals[int(SAMPLES * 0.9)]
+    assert figures["total_cost_p50"] == pytest.approx(p50, rel=0.05)
+    assert figures["total_cost_p90"] == pytest.approx(p90, rel=0.05)
+    project_days = plan.values["project_days"]
+    assert figures["project_end_p90"] - ends[int(SAMPLES * 0.9)] == pytest.approx(0, abs=0.05 * project_days)
+
+
+@pytest.fixture(scope="module")
+def recalculated(tmp_path_factory, plans):
+    """The seed book, and the same book with the price's high value and the MFU's spread
+    edited on the Inputs sheet, recalculated in LibreOffice."""
+    require_soffice()
+    folder = tmp_path_factory.mktemp("sensitivity")
+    plan = plans["gpt3-175b-h100"]
+    result = write_workbook(plan)
+    plain = folder / "sens.xlsx"
+    plain.write_bytes(result.data)
+    wb = openpyxl.load_workbook(io.BytesIO(result.data))
+    for name, value in (("unc_price_per_gpu_hour_high", 2.0), ("unc_mfu_low", -0.2)):
+        sheet, cell = result.names[name].split("!")
+        wb[sheet][cell].value = value
+    edited = folder / "sens-edited.xlsx"
+    wb.save(edited)
+    out = recalculate([plain, edited], folder / "out")
+    return result, read_values(out[plain]), read_values(out[edited])
+
+
+def _range_cells(result, values, name):
+    sheet, ref = result.names[name].split("!")
+    first, last = ref.split(":")
+    col, a, b = first[0], int(first[1:]), int(last[1:])
+    return [values.get(f"{sheet}!{col}{r}") for r in range(a, b + 1)]
+
+
+def test_tornado_is_sorted_live_by_swing(recalculated):
+    result, plain, _ = recalculated
+    labels = {u[1] for u in UNCERTAIN.values()}
+    rows = sorted(int(k.split("!A")[1]) for k, v in result.expected.items()
+                  if k.startswith("Sensitivity!A") and v in labels)
+    swings = [plain[f"Sensitivity!E{r}"] for r in rows]
+    assert len(swings) == len(UNCERTAIN)
+    assert swings == sorted(swings, reverse=True)
+
+
+def test_edited_spread_moves_the_high_total_and_the_p90(recalculated):
+    result, plain, edited = recalculated
+    high_before = _range_cells(result, plain, "sensitivity_high_total")
+    high_after = _range_cells(result, edited, "sensitivity_high_total")
+    keys = list(UNCERTAIN)
+    price = keys.index("price_per_gpu_hour")
+    assert high_after[price] > high_before[price]
+    unchanged = [k for k in range(len(keys)) if keys[k] not in ("price_per_gpu_hour",)]
+    for k in unchanged:
+        assert relative_difference(high_after[k], high_before[k]) <= 1e-9, keys[k]
+    p90 = result.names["total_cost_p90"]
+    assert edited[p90] > plain[p90]
+    low_mfu = _range_cells(result, edited, "sensitivity_low_total")[keys.index("mfu")]
+    assert low_mfu > _range_cells(result, plain, "sensitivity_low_total")[keys.index("mfu")]
+
+
+def test_range_names_are_in_the_book(recalculated):
+    result, plain, _ = recalculated
+    p10, p50, p90 = (plain[result.names[n]] for n in ("total_cost_p10", "total_cost_p50", "total_cost_p90"))
+    assert p10 <= p50 <= p90
+    assert plain[result.names["total_cost"]] > p10
