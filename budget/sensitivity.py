@@ -25,7 +25,7 @@ from openpyxl.chart import BarChart, Reference
 from openpyxl.styles import Alignment, Font
 from openpyxl.utils import get_column_letter
 
-from .grid import Variant, grid_rows, write_grid
+from .grid import Variant, write_grid
 from .model import UNCERTAIN
 
 Z90 = NormalDist().inv_cdf(0.9)
@@ -203,11 +203,15 @@ def write_sensitivity(w, ws, plan) -> None:
     ws.cell(r0 + len(rows) + 1, 1).alignment = Alignment(wrap_text=True, vertical="top")
     ws.merge_cells(start_row=r0 + len(rows) + 1, start_column=1, end_row=r0 + len(rows) + 1, end_column=8)
     ws.row_dimensions[r0 + len(rows) + 1].height = 48
-    w.widths(ws, [40, 26, 16, 16, 16, 16, 16, 16, 14, 14, 14, 12, 12, 12, 12]
+    w.widths(ws, [34, 22, 14, 14, 14, 14, 14, 14, 10, 12, 12, 12, 12, 12, 12]
              + [16] * max(0, len(variants) - 12))
     ws.freeze_panes = ws.cell(HEAD + 1, 2)
     w.page_setup(ws)
-    assert grid_rows(model)   # the workings follow the model's rows
+    # Printed: the table, the tornado and the range, one page wide (A:K; the method's working
+    # columns L:O and the what-if workings below stay on screen, unhidden).
+    ws.print_area = f"A1:K{r0 + len(rows) + 1}"
+    ws.page_setup.fitToWidth = 1
+    ws.print_title_cols = None
 
 
 def _tornado_chart(ws, first: int, last: int) -> None:

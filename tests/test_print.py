@@ -52,13 +52,23 @@ def _title_cols(ws) -> range:
     return range(first, last + 1)
 
 
+def _last_printed_column(ws) -> int:
+    """The print area's last column when the sheet sets one (Sensitivity prints its summary and
+    keeps the what-if workings on screen), else the sheet's last column."""
+    if ws.print_area:
+        area = ws.print_area[0] if isinstance(ws.print_area, list) else ws.print_area
+        end = area.split("!")[-1].split(":")[-1].replace("$", "")
+        return openpyxl.utils.column_index_from_string(re.sub(r"\d", "", end))
+    return ws.max_column
+
+
 def printed_scale(ws, paper: str) -> float:
     """The scale Excel prints the sheet at on `paper` (its fit-to-width or fixed scale)."""
     short, long = PAPERS[paper]
     landscape = ws.page_setup.orientation == "landscape"
     m = ws.page_margins
     printable = ((long if landscape else short) - m.left - m.right) * 72          # points
-    width = sum(_column_px(ws, c) for c in range(1, ws.max_column + 1)) * 0.75
+    width = sum(_column_px(ws, c) for c in range(1, _last_printed_column(ws) + 1)) * 0.75
     if ws.sheet_properties.pageSetUpPr.fitToPage:
         pages = ws.page_setup.fitToWidth or 1
         titles = sum(_column_px(ws, c) for c in _title_cols(ws)) * 0.75 * (pages - 1)
