@@ -511,10 +511,6 @@ def test_other_currency_relabels_the_amounts(reviewed):
     assert not _usd(book, ("Summary", "Cost"))
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason=(
-    "budget/model.py: the source notes of cost_per_gpu_hour_low/high (Inputs!D94:D95) are typed "
-    "'default: assumption, in USD; set it for other currencies' (issue 7 item 7: no USD typed "
-    "into cells)"))
 def test_other_currency_leaves_no_usd_text(reviewed):
     """… and no cell on the Summary, Cost or Inputs sheets still says USD (issue 7 item 7: no
     "USD" typed into cells; the units on Inputs follow the currency too)."""
