@@ -290,10 +290,10 @@ def _inputs(b: ModelBuilder) -> _Inputs:
         cite="default: Llama 3 8B trained on ~1,900 tokens per parameter (Llama Team 2024)")
     add("cost_per_gpu_hour_low", "Lowest plausible all-in cost per training GPU-hour",
         "currency/GPU-hour", minimum=0, path="plausibility.cost_per_gpu_hour_low",
-        cite="default: assumption, in USD; set it for other currencies")
+        cite="default: assumption for prices in dollars; set it for other currencies")
     add("cost_per_gpu_hour_high", "Highest plausible all-in cost per training GPU-hour",
         "currency/GPU-hour", minimum=0, path="plausibility.cost_per_gpu_hour_high",
-        cite="default: assumption, in USD; set it for other currencies")
+        cite="default: assumption for prices in dollars; set it for other currencies")
     add("params_tolerance", "Parameter count may differ from the shape's by", "fraction",
         kind="fraction", minimum=0, maximum=1, path="plausibility.params_tolerance",
         cite="default: assumption; presets publish rounded counts within a few percent")
