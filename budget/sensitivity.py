@@ -115,8 +115,8 @@ def write_sensitivity(w, ws, plan) -> None:
 
     # The table: one row per uncertain input.
     heads = ["Uncertain input", "Moves", "Base", "Low value", "High value", "Total at low",
-             "Total at high", "Swing", "Sort key", "Project end at low", "Project end at high",
-             "Log-total mean", "Log-total spread", "End mean (days)", "End spread (days)"]
+             "Total at high", "Swing", "Project end at low", "Project end at high",
+             "Sort key", "Log-total mean", "Log-total spread", "End mean (days)", "End spread (days)"]
     w.header(ws, HEAD, heads)
     ws.row_dimensions[HEAD].height = 45
     money, date = number_format("currency"), number_format("date")
@@ -131,9 +131,10 @@ def write_sensitivity(w, ws, plan) -> None:
         d = model.inputs[target]
         put_text(ws.cell(r, 1), label)
         put_text(ws.cell(r, 2), target)
-        w.formula(ws, r, 3, base_name, v[base_name], number_format(d.unit, d.kind))
-        w.formula(ws, r, 4, f"{lo}{row_of[target]}", low.value, number_format(d.unit, d.kind))
-        w.formula(ws, r, 5, f"{hi}{row_of[target]}", high.value, number_format(d.unit, d.kind))
+        fmt = "0.00E+00" if abs(v[base_name]) >= 1e9 else number_format(d.unit, d.kind)
+        w.formula(ws, r, 3, base_name, v[base_name], fmt)
+        w.formula(ws, r, 4, f"{lo}{row_of[target]}", low.value, fmt)
+        w.formula(ws, r, 5, f"{hi}{row_of[target]}", high.value, fmt)
         lt, ht = low.values["total_cost"], high.values["total_cost"]
         w.formula(ws, r, 6, f"{lo}{tr}", lt, money)
         w.formula(ws, r, 7, f"{hi}{tr}", ht, money)
@@ -142,18 +143,18 @@ def write_sensitivity(w, ws, plan) -> None:
         # LARGE/MATCH sort; the row number / 10^9 breaks ties between equal swings
         key_value = swing + r / 1000 / 1000 / 1000
         swings.append(key_value)
-        w.formula(ws, r, 9, f"H{r}+ROW()/1000/1000/1000", key_value, "0.000")
-        w.formula(ws, r, 10, f"{lo}{er}", low.values["project_end"], date)
-        w.formula(ws, r, 11, f"{hi}{er}", high.values["project_end"], date)
+        w.formula(ws, r, 9, f"{lo}{er}", low.values["project_end"], date)
+        w.formula(ws, r, 10, f"{hi}{er}", high.values["project_end"], date)
+        w.formula(ws, r, 11, f"H{r}+ROW()/1000/1000/1000", key_value, "#,##0")
         w.formula(ws, r, 12, f"(LN(F{r}/total_cost)+LN(G{r}/total_cost))/2", rng["_means"][k], "0.0000")
         w.formula(ws, r, 13, f"ABS(LN(G{r}/total_cost)-LN(F{r}/total_cost))/2/sensitivity_z",
                   rng["_spreads"][k], "0.0000")
-        w.formula(ws, r, 14, f"((J{r}-project_end)+(K{r}-project_end))/2", rng["_day_means"][k], "0.0")
-        w.formula(ws, r, 15, f"ABS(K{r}-J{r})/2/sensitivity_z", rng["_day_spreads"][k], "0.0")
+        w.formula(ws, r, 14, f"((I{r}-project_end)+(J{r}-project_end))/2", rng["_day_means"][k], "0.0")
+        w.formula(ws, r, 15, f"ABS(J{r}-I{r})/2/sensitivity_z", rng["_day_spreads"][k], "0.0")
     last = table_top + n - 1
     w.define("sensitivity_low_total", ws, f"$F${table_top}:$F${last}")
     w.define("sensitivity_high_total", ws, f"$G${table_top}:$G${last}")
-    w.define("sensitivity_sort_key", ws, f"$I${table_top}:$I${last}")
+    w.define("sensitivity_sort_key", ws, f"$K${table_top}:$K${last}")
     w.define("sensitivity_inputs", ws, f"$A${table_top}:$A${last}")
 
     # The tornado, sorted live.
@@ -192,8 +193,8 @@ def write_sensitivity(w, ws, plan) -> None:
         r = r0 + k
         put_text(ws.cell(r, 1), label)
         w.formula(ws, r, 2, text.format(a=table_top, b=last), value, fmt)
-        if name != "sensitivity_z":
-            w.unit_cell(ws, r, 3, "date" if name == "project_end_p90" else "currency")
+        if name.startswith("total_cost"):
+            w.unit_cell(ws, r, 3, "currency")
         w.define(name, ws, f"$B${r}")
     note = (f"Method: each input's low and high are its P10 and P90, independent; its effect on the "
             f"log of the total is normal (median halfway between the logs at low and high, spread "
@@ -201,15 +202,15 @@ def write_sensitivity(w, ws, plan) -> None:
             f"out: interactions between inputs, correlations, and inputs not in the table.")
     put_text(ws.cell(r0 + len(rows) + 1, 1), note)
     ws.cell(r0 + len(rows) + 1, 1).alignment = Alignment(wrap_text=True, vertical="top")
-    ws.merge_cells(start_row=r0 + len(rows) + 1, start_column=1, end_row=r0 + len(rows) + 1, end_column=8)
+    ws.merge_cells(start_row=r0 + len(rows) + 1, start_column=1, end_row=r0 + len(rows) + 1, end_column=10)
     ws.row_dimensions[r0 + len(rows) + 1].height = 48
-    w.widths(ws, [34, 22, 14, 14, 14, 14, 14, 14, 10, 12, 12, 12, 12, 12, 12]
+    w.widths(ws, [32, 24, 13, 13, 13, 14, 14, 14, 12, 12, 12, 12, 12, 12, 12]
              + [16] * max(0, len(variants) - 12))
     ws.freeze_panes = ws.cell(HEAD + 1, 2)
     w.page_setup(ws)
-    # Printed: the table, the tornado and the range, one page wide (A:K; the method's working
-    # columns L:O and the what-if workings below stay on screen, unhidden).
-    ws.print_area = f"A1:K{r0 + len(rows) + 1}"
+    # Printed: the table, the tornado and the range, one page wide (A:J; the method's working
+    # columns K:O and the what-if workings below stay on screen, unhidden).
+    ws.print_area = f"A1:J{r0 + len(rows) + 1}"
     ws.page_setup.fitToWidth = 1
     ws.print_title_cols = None
 
@@ -219,11 +220,13 @@ def _tornado_chart(ws, first: int, last: int) -> None:
     chart.type = "bar"
     chart.grouping = "clustered"
     chart.overlap = 100
-    chart.title = "Tornado: change in the total at each input's low and high"
+    chart.title = "Change in the total at low and high"
+    chart.x_axis.tickLblPos = "low"          # input names at the left edge, clear of the bars
+    chart.legend.position = "b"
     data = Reference(ws, min_col=3, max_col=4, min_row=first - 1, max_row=last)
     cats = Reference(ws, min_col=1, min_row=first, max_row=last)
     chart.add_data(data, titles_from_data=True)
     chart.set_categories(cats)
     chart.y_axis.title = "Change in the total"
     chart.height, chart.width = 8, 16
-    ws.add_chart(chart, f"G{first - 1}")
+    ws.add_chart(chart, f"F{first - 1}")
