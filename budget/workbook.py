@@ -19,7 +19,7 @@ from dataclasses import dataclass, field, replace
 from openpyxl import Workbook
 from openpyxl.formatting.rule import FormulaRule
 from openpyxl.styles import Alignment, Border, Font, NamedStyle, PatternFill, Protection, Side
-from openpyxl.utils import get_column_letter
+from openpyxl.utils import get_column_letter, range_boundaries
 from openpyxl.workbook.defined_name import DefinedName
 from openpyxl.worksheet.datavalidation import DataValidation
 from openpyxl.worksheet.page import PageMargins
@@ -59,6 +59,7 @@ THIN = Side(style="thin", color="BFBFBF")
 MEMO_ITEMS = ("rental_cost", "rental_gap_cost")
 MEMO_HEADING = "Memo: not in the total"
 TIMELINE_PRINT_SCALE = 75   # the week grid prints several pages wide; A:C repeat on each
+WIDE_SHEET_UNITS = 200      # wider than this (column width units) prints two pages wide
 CHECK_FONT = Font(name="Calibri", color="C00000", bold=True)
 WARNING_FONT = Font(name="Calibri", color="9C5700")
 BODY_FONT = "Calibri"
@@ -347,7 +348,7 @@ class _Writer:
         row = self.range_table(ws, row + 1, ranges)
         row = self.generation_block(ws, row + 2)
         self.candidate_inputs(ws, row + 2)
-        self.widths(ws, [34, 19, 14, 36, 28, 24, 19])
+        self.widths(ws, [30, 18, 13, 32, 25, 21, 19])
         ws.freeze_panes = "B5"
         self.page_setup(ws)
 
@@ -892,6 +893,20 @@ class _Writer:
         self.wb.calculation.fullCalcOnLoad = True
 
     def fonts(self) -> None:
+    def wide_sheets(self) -> None:
+        """A sheet whose print range is wider than WIDE_SHEET_UNITS prints two pages wide, its
+        row labels (column A) repeated on each: one page would shrink it below 60%."""
+        for ws in self.wb.worksheets:
+            if not ws.sheet_properties.pageSetUpPr.fitToPage or ws.page_setup.fitToWidth != 1:
+                continue
+            last = ws.max_column
+            if ws.print_area:
+                last = range_boundaries(str(ws.print_area).split(",")[0].split("!")[-1].replace("$", ""))[2]
+            units = sum(ws.column_dimensions[get_column_letter(c)].width or 8.43 for c in range(1, last + 1))
+            if units > WIDE_SHEET_UNITS:
+                ws.page_setup.fitToWidth = 2
+                ws.print_title_cols = "A:A"
+
         """Every font names its face: a font without a name prints in the viewer's fallback
         (a serif in LibreOffice) beside Calibri text."""
         for ws in self.wb.worksheets:
@@ -931,6 +946,7 @@ class _Writer:
         self.fonts()
         buffer = io.BytesIO()
         self.wb.save(buffer)
+        self.wide_sheets()
         self.result.data = normalise_xlsx(buffer.getvalue())
         return self.result
 
