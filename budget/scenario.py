@@ -389,6 +389,9 @@ class Scenario(_Section):
     uncertainty: UncertaintySection = UncertaintySection()
     catalog: CatalogSection = CatalogSection()
     sources: dict[SafeText, LongText] = {}
+    # Alternatives to compare: raw mappings of overrides, each merged onto this scenario and
+    # validated as a scenario of its own by budget/options.py (the base plan ignores them).
+    options: list[dict] = []
 
     @field_validator("staffing")
     @classmethod
@@ -519,4 +522,8 @@ def parse_scenario(data: object, path: str | Path, catalog: Catalog) -> Scenario
 
 def load_scenario(path: str | Path, catalog: Catalog) -> Scenario:
     data = load_yaml(Path(path), ScenarioError)
-    return parse_scenario(data, path, catalog)
+    scenario = parse_scenario(data, path, catalog)
+    if scenario.options:   # every option is validated as a scenario of its own
+        from .options import option_scenarios
+        option_scenarios(data, path, catalog)
+    return scenario

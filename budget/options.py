@@ -1,0 +1,145 @@
+"""Options: alternatives to the scenario, each written as overrides of it.
+
+    options:
+      - name: 256 H100
+        hardware: {gpu_count: 256}
+      - name: 512 H100, layout left to the search
+        parallelism: null                  # null removes the key: the search or the default decides
+
+Each option is deep-merged onto the scenario (mappings merge key by key, lists replace, `null`
+removes a key) and the result is validated exactly like a scenario, its problems named
+`options[2].hardware.gpu_count`. An option may not hold `options` itself. The base comes first,
+named by the scenario's `name`; every plan is built by `budget.plan.build_plan`, so an option's
+plan is the plan of the merged scenario generated on its own.
+"""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+
+from .catalog import Catalog
+from .errors import InputError, Problem, ScenarioError
+from .scenario import Scenario, parse_scenario
+
+MAX_OPTIONS = 20      # a typo guard: one column each on the Compare sheet
+
+
+def merge(base: object, override: object) -> object:
+    """`override` deep-merged onto `base`, neither changed: mappings merge key by key, a `None`
+    value removes the key, anything else (lists included) replaces."""
+    if not isinstance(base, dict) or not isinstance(override, dict):
+        return copy.deepcopy(override)
+    out = copy.deepcopy(base)
+    for key, value in override.items():
+        if value is None:
+            out.pop(key, None)
+        elif isinstance(value, dict) and isinstance(out.get(key), dict):
+            out[key] = merge(out[key], value)
+        else:
+            out[key] = copy.deepcopy(value)
+    return out
+
+
+def _prefixed(where: str, problems: list[Problem]) -> list[Problem]:
+    def one(p: Problem) -> Problem:
+        inner = "" if p.path in ("", "(top level)") else p.path
+        path = f"{where}{'.' if inner and not inner.startswith('[') else ''}{inner}"
+        return Problem(path, p.message, p.fix)
+    return [one(p) for p in problems]
+
+
+def _raw_options(data: dict, path) -> list:
+    options = data.get("options") or []
+    if not isinstance(options, list):
+        raise ScenarioError(path, [Problem("options", "should be a list of options",
+                                           "make options a list (lines starting with '- '), each "
+                                           "with a name and the keys it overrides")])
+    if len(options) > MAX_OPTIONS:
+        raise ScenarioError(path, [Problem("options", f"{len(options)} options, over the "
+                                                      f"{MAX_OPTIONS} allowed",
+                                           f"keep at most {MAX_OPTIONS} options")])
+    return options
+
+
+def option_scenarios(data: dict, path: str | Path, catalog: Catalog) -> list[tuple[str, Scenario]]:
+    """[(name, Scenario)]: the base (its `options` stripped) first, then each option merged onto
+    it, all validated. Raises ScenarioError naming every problem (`options[i].…`) at once."""
+    if not isinstance(data, dict):
+        return [(None, parse_scenario(data, path, catalog))]   # parse_scenario says what is wrong
+    options = _raw_options(data, path)
+    base_data = {k: v for k, v in data.items() if k != "options"}
+    base = parse_scenario(base_data, path, catalog)
+    out: list[tuple[str, Scenario]] = [(base.name, base)]
+    problems: list[Problem] = []
+    seen = {base.name: "the base scenario"}
+    for i, option in enumerate(options):
+        where = f"options[{i}]"
+        if not isinstance(option, dict):
+            problems.append(Problem(where, "should be a mapping: a name and the keys it overrides",
+                                    f"write {where} as 'name: ...' followed by the keys it changes"))
+            continue
+        if "options" in option:
+            problems.append(Problem(f"{where}.options", "an option cannot have options of its own",
+                                    "move these options up into the scenario's options list"))
+            continue
+        if option.get("name") is None:
+            problems.append(Problem(f"{where}.name", "required but missing",
+                                    f"add {where}.name: the option's name, as the comparison shows it"))
+            continue
+        try:
+            scenario = parse_scenario(merge(base_data, option), path, catalog)
+        except ScenarioError as err:
+            problems.extend(_prefixed(where, err.problems))
+            continue
+        if scenario.name in seen:
+            problems.append(Problem(f"{where}.name", f"the name {scenario.name!r} is already used "
+                                                     f"by {seen[scenario.name]}",
+                                    "give each option a name of its own"))
+            continue
+        seen[scenario.name] = where
+        out.append((scenario.name, scenario))
+    if problems:
+        raise ScenarioError(path, problems)
+    return out
+
+
+def scenario_data(scenario: Scenario) -> dict:
+    """The mapping that validates back to `scenario`: only the keys it was given (so every
+    default stays a default), without its options."""
+    return scenario.model_dump(mode="python", exclude_unset=True, exclude={"options"})
+
+
+def options_of(scenario: Scenario, path: str | Path, catalog: Catalog) -> list[tuple[str, Scenario]]:
+    """`option_scenarios` for an already-loaded scenario, its raw options merged onto what it set."""
+    data = scenario_data(scenario)
+    if scenario.options:
+        data["options"] = [copy.deepcopy(o) for o in scenario.options]
+    return option_scenarios(data, path, catalog)
+
+
+def build_option_plans(source: dict | Scenario | str | Path, catalog: Catalog,
+                       path: str | Path | None = None, scenario_id: str | None = None):
+    """[(name, Plan)], the base first. `source` is the scenario's raw mapping, a loaded
+    Scenario, or a scenario file. Plans cite the scenario file and carry its stem as their id."""
+    from .errors import load_yaml
+    from .plan import build_plan
+
+    if isinstance(source, (str, Path)):
+        path = Path(source)
+        data = load_yaml(path, ScenarioError)
+        scenarios = option_scenarios(data, path, catalog)
+    elif isinstance(source, Scenario):
+        scenarios = options_of(source, path or "scenario.yaml", catalog)
+    else:
+        scenarios = option_scenarios(source, path or "scenario.yaml", catalog)
+    file = Path(path).name if path is not None else None
+    sid = scenario_id or (Path(path).stem if path is not None else "scenario")
+    plans = []
+    for i, (name, s) in enumerate(scenarios):
+        try:
+            plans.append((name, build_plan(s, catalog, scenario_id=sid, scenario_file=file)))
+        except InputError as err:   # a problem only the planner sees: name the option it is in
+            problems = err.problems if i == 0 else _prefixed(f"options[{i - 1}]", err.problems)
+            raise type(err)(path if path is not None else err.file, problems) from None
+    return plans
