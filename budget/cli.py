@@ -5,6 +5,10 @@
     trainbudget import BOOK.xlsx -o SCENARIO.yaml
                                      a workbook's input cells (as a reviewer left them) back
                                      into a scenario
+    trainbudget package A.yaml [B.yaml ...] -o DIR
+                                     the approval package: every workbook and report, each
+                                     plan as NAME.plan.json (and its JSON Schema), index.html
+                                     and SHA256SUMS (see budget/package.py)
 
 Everything is validated and rendered in memory first; files are written only when every
 scenario is good, as one set by budget/output.py (staged, locked, recorded in a manifest, and
@@ -149,6 +153,9 @@ def main(argv: list[str] | None = None) -> int:
     # `import` is a command unless a scenario file of that name is meant.
     if argv and argv[0] == "import" and not Path("import").is_file():
         return import_main(argv[1:])
+    if argv and argv[0] == "package" and not Path("package").is_file():
+        from .package import package_main
+        return package_main(argv[1:])
     args = parser().parse_args(argv)
     paths = args.scenarios or [data_dir("scenarios") / BUNDLED_EXAMPLE]
     stems = [p.stem for p in paths]

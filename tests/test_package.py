@@ -1,0 +1,275 @@
+"""The approval package: `trainbudget package A.yaml B.yaml -o DIR` writes every workbook and
+report, NAME.plan.json with its published JSON Schema, index.html and SHA256SUMS; the same
+inputs give the same bytes."""
+
+from __future__ import annotations
+
+import hashlib
+import html.parser
+import json
+import shutil
+import subprocess
+import sys
+import urllib.parse
+from pathlib import Path
+
+import jsonschema
+import pytest
+import yaml
+
+from budget.cli import main
+from budget.output import Output
+from budget.package import (PLAN_FORMAT, plan_schema, sha256sums)
+from support import ROOT, SCENARIOS, SEED_A100, SEED_H100, raw
+
+OPTIONS = SCENARIOS / "gpt3-175b-options.yaml"
+SCENARIO_FILES = [OPTIONS, SEED_A100]
+STEMS = [p.stem for p in SCENARIO_FILES]
+
+
+def _package(outdir: Path, *paths: Path) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, str(ROOT / "generate.py"), "package", *map(str, paths),
+                           "-o", str(outdir)], capture_output=True, text=True, timeout=600)
+
+
+@pytest.fixture(scope="module")
+def package_dir(tmp_path_factory):
+    outdir = tmp_path_factory.mktemp("package")
+    proc = _package(outdir, *SCENARIO_FILES)
+    assert proc.returncode == 0, proc.stderr
+    return outdir
+
+
+def _files(outdir: Path) -> dict[str, bytes]:
+    return {p.name: p.read_bytes() for p in sorted(outdir.iterdir())
+            if p.is_file() and not p.name.startswith(".")}
+
+
+def _plan(outdir: Path, stem: str) -> dict:
+    return json.loads((outdir / f"{stem}.plan.json").read_text(encoding="utf-8"))
+
+
+def test_package_holds_every_file(package_dir):
+    expected = {f"{stem}{suffix}" for stem in STEMS
+                for suffix in (".xlsx", ".md", ".html", ".plan.json")}
+    expected |= {"plan.schema.json", "index.html", "SHA256SUMS"}
+    assert set(_files(package_dir)) == expected
+
+
+def test_sha256sum_verifies_the_package(package_dir):
+    proc = subprocess.run(["sha256sum", "-c", "--strict", "SHA256SUMS"], cwd=package_dir,
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    listed = {line.rsplit(": ", 1)[0] for line in proc.stdout.splitlines()}
+    assert listed == set(_files(package_dir)) - {"SHA256SUMS"}   # every other file, no more
+
+
+def test_sha256sum_notices_a_changed_file(package_dir, tmp_path):
+    copy = tmp_path / "copy"
+    shutil.copytree(package_dir, copy)
+    (copy / f"{STEMS[0]}.md").write_text("changed\n", encoding="utf-8")
+    proc = subprocess.run(["sha256sum", "-c", "SHA256SUMS"], cwd=copy, capture_output=True,
+                          text=True, timeout=60)
+    assert proc.returncode != 0 and f"{STEMS[0]}.md: FAILED" in proc.stdout
+
+
+def test_two_runs_give_identical_bytes(package_dir, tmp_path):
+    again = tmp_path / "again"
+    assert main(["package", *map(str, SCENARIO_FILES), "-o", str(again), "-q"]) == 0
+    assert _files(again) == _files(package_dir)
+
+
+def test_rerun_into_the_same_folder_is_accepted_and_unchanged(package_dir, tmp_path):
+    copy = tmp_path / "copy"
+    shutil.copytree(package_dir, copy)
+    before = _files(copy)
+    assert main(["package", *map(str, SCENARIO_FILES), "-o", str(copy), "-q"]) == 0
+    assert _files(copy) == before
+
+
+def test_every_plan_json_validates_against_the_published_schema(package_dir):
+    schema = json.loads((package_dir / "plan.schema.json").read_text(encoding="utf-8"))
+    assert schema == plan_schema()
+    jsonschema.Draft202012Validator.check_schema(schema)
+    validator = jsonschema.Draft202012Validator(schema)
+    for stem in STEMS:
+        errors = sorted(validator.iter_errors(_plan(package_dir, stem)), key=str)
+        assert not errors, [e.message for e in errors[:5]]
+
+
+def test_schema_rejects_a_broken_plan(package_dir):
+    validator = jsonschema.Draft202012Validator(plan_schema())
+    plan = _plan(package_dir, STEMS[1])
+    plan["headline"]["gpu_count"] = "many"
+    del plan["checks"]
+    assert len(list(validator.iter_errors(plan))) == 2
+
+
+def test_plan_json_has_every_input_with_its_source_and_every_output(package_dir, catalog, seed_a100):
+    doc = _plan(package_dir, "gpt3-175b-a100")
+    assert doc["format"] == PLAN_FORMAT
+    assert set(doc["inputs"]) == set(seed_a100.inputs)
+    for name, iv in seed_a100.inputs.items():
+        entry = doc["inputs"][name]
+        assert entry["source"] == iv.source
+        value = list(iv.value) if isinstance(iv.value, tuple) else iv.value
+        assert entry["value"] == value, name
+    outputs = {k: v for k, v in seed_a100.values.items() if k not in seed_a100.inputs}
+    assert set(doc["outputs"]) == set(outputs)
+    for name, value in outputs.items():
+        got = doc["outputs"][name]["value"]
+        assert got == (list(value) if isinstance(value, tuple) else value), name
+    assert doc["inputs"]["gpu_count"]["source"].startswith("scenario gpt3-175b-a100.yaml: hardware.gpu_count")
+    assert doc["outputs"]["total_cost"]["unit"] == "currency"
+    assert doc["outputs"]["project_end"]["date"] == doc["headline"]["project_end"]
+    assert doc["headline"]["gpu_count"] == 1024
+    assert doc["headline"]["train_days"] == seed_a100.train_days          # floats as repr, exactly
+    assert doc["headline"]["total_cost"] == seed_a100.total_cost
+    assert doc["files"] == {"workbook": "gpt3-175b-a100.xlsx", "markdown": "gpt3-175b-a100.md",
+                            "html": "gpt3-175b-a100.html", "plan": "gpt3-175b-a100.plan.json"}
+    assert doc["options"] == []
+
+
+def test_plan_json_checks_pass_and_fail_with_their_sentence(package_dir, seed_h100):
+    doc = _plan(package_dir, "gpt3-175b-options")
+    checks = {c["name"]: c for c in doc["checks"]}
+    model = seed_h100.model
+    assert list(checks) == [i.name for i in (*model.checks(), *model.warnings())]
+    memory = checks["check_memory_fits"]       # the seed's pinned layout does not fit 80 GB
+    assert (memory["kind"], memory["passed"], memory["status"]) == ("check", False, "fail")
+    assert memory["sentence"].startswith("Layout does not fit in memory: 89.1 > 72")
+    assert f"check failing: {memory['sentence']}. {memory['fix']}" in seed_h100.warnings
+    staff = checks["warn_staff_months"]
+    assert (staff["kind"], staff["status"]) == ("warning", "warn")
+    assert f"warning: {staff['sentence']}. {staff['fix']}" in seed_h100.warnings
+    passing = checks["check_layout_divides"]
+    assert passing["passed"] and passing["status"] == "pass" and passing["sentence"] == passing["label"]
+    assert doc["headline"]["status"] == "fail"
+    assert doc["headline"]["checks_failing"] == ["check_memory_fits"]
+
+
+def test_plan_json_lists_the_options_headline_figures(package_dir):
+    doc = _plan(package_dir, "gpt3-175b-options")
+    options = doc["options"]
+    assert [o["name"] for o in options] == [raw(OPTIONS)["name"]] + [o["name"] for o in raw(OPTIONS)["options"]]
+    assert [o["base"] for o in options] == [True, False, False, False, False]
+    assert [round(o["train_days"], 1) for o in options] == [158.2, 316.5, 79.1, 254.3, 158.2]
+    assert [o["gpu_count"] for o in options] == [512, 256, 1024, 1024, 512]
+    assert options[3]["accelerator"] == "nvidia_a100_80gb_sxm"
+    assert options[0]["total_cost"] == doc["headline"]["total_cost"]
+
+
+class _Links(html.parser.HTMLParser):
+    def __init__(self):
+        super().__init__()
+        self.hrefs, self.ids, self.text = [], set(), []
+
+    def handle_starttag(self, tag, attrs):
+        attrs = dict(attrs)
+        if tag == "a" and "href" in attrs:
+            self.hrefs.append(attrs["href"])
+        if "id" in attrs:
+            self.ids.add(attrs["id"])
+
+    def handle_data(self, data):
+        self.text.append(data)
+
+
+def _index(outdir: Path) -> _Links:
+    parser = _Links()
+    parser.feed((outdir / "index.html").read_text(encoding="utf-8"))
+    return parser
+
+
+def test_index_links_resolve_to_files_in_the_package(package_dir):
+    links = _index(package_dir)
+    files = set(_files(package_dir))
+    linked = set()
+    for href in links.hrefs:
+        if href.startswith("#"):
+            assert href[1:] in links.ids, href
+            continue
+        parsed = urllib.parse.urlparse(href)
+        assert not parsed.scheme and not parsed.netloc, href   # self-contained: nothing fetched
+        name = urllib.parse.unquote(parsed.path)
+        assert (package_dir / name).is_file(), href
+        linked.add(name)
+    assert linked == files - {"index.html"}       # every workbook, report and plan is linked
+
+
+def test_index_shows_each_scenarios_headline(package_dir):
+    text = " ".join(" ".join(_index(package_dir).text).split())
+    for stem in STEMS:
+        doc = _plan(package_dir, stem)
+        h = doc["headline"]
+        assert doc["scenario"]["name"] in text
+        assert f"{h['train_days']:,.1f}" in text and f"{h['total_cost']:,.0f} USD" in text
+        assert h["accelerator_name"] in text and f"{h['gpu_count']:,}" in text
+    assert "1 failing" in text and "2 warnings" in text
+    assert "256 H100 (TP 4 x PP 8 x DP 8)" in text and "316.5" in text
+
+
+def test_index_escapes_scenario_text(tmp_path):
+    data = raw(SEED_H100)
+    data["name"] = "GPT <script>alert(1)</script> & co"
+    data["description"] = 'A "quoted" <b>bold</b> claim'
+    path = tmp_path / "odd name & <x>.yaml"
+    path.write_text(yaml.safe_dump(data, allow_unicode=True), encoding="utf-8")
+    assert main(["package", str(path), "-o", str(tmp_path / "out"), "-q"]) == 0
+    page = (tmp_path / "out" / "index.html").read_text(encoding="utf-8")
+    assert "<script>" not in page and "<b>" not in page
+    assert "GPT &lt;script&gt;alert(1)&lt;/script&gt; &amp; co" in page
+    assert 'href="odd%20name%20%26%20%3Cx%3E.xlsx"' in page
+    assert subprocess.run(["sha256sum", "-c", "SHA256SUMS"], cwd=tmp_path / "out",
+                          capture_output=True, timeout=60).returncode == 0
+
+
+def test_sha256sums_format_and_escaping():
+    outputs = [Output(Path("b.txt"), b"b"), Output(Path("a\\b.txt"), b"a")]
+    text = sha256sums(outputs).decode()
+    digest_a, digest_b = hashlib.sha256(b"a").hexdigest(), hashlib.sha256(b"b").hexdigest()
+    assert text == f"\\{digest_a}  a\\\\b.txt\n{digest_b}  b.txt\n"
+
+
+def test_bad_scenario_writes_nothing(tmp_path, capsys):
+    data = raw(OPTIONS)
+    data["options"][1]["hardware"]["gpu_count"] = -1
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(yaml.safe_dump(data), encoding="utf-8")
+    assert main(["package", str(SEED_A100), str(bad), "-o", str(tmp_path / "out")]) == 2
+    assert "bad.yaml: options[1].hardware.gpu_count:" in capsys.readouterr().err
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_scenario_named_index_is_refused(tmp_path, capsys):
+    index = tmp_path / "index.yaml"
+    index.write_text(SEED_A100.read_text(encoding="utf-8"), encoding="utf-8")
+    assert main(["package", str(index), "-o", str(tmp_path / "out")]) == 2
+    assert "index.html" in capsys.readouterr().err
+
+
+def test_same_file_name_twice_is_refused(tmp_path, capsys):
+    (tmp_path / "x").mkdir()
+    copy = tmp_path / "x" / SEED_A100.name
+    copy.write_text(SEED_A100.read_text(encoding="utf-8"), encoding="utf-8")
+    assert main(["package", str(SEED_A100), str(copy), "-o", str(tmp_path / "out")]) == 2
+    assert "share this file name" in capsys.readouterr().err
+
+
+def test_a_reviewer_changed_file_is_not_overwritten(package_dir, tmp_path, capsys):
+    copy = tmp_path / "copy"
+    shutil.copytree(package_dir, copy)
+    (copy / "index.html").write_text("mine\n", encoding="utf-8")
+    assert main(["package", *map(str, SCENARIO_FILES), "-o", str(copy)]) == 2
+    assert "index.html: changed since trainbudget wrote it" in capsys.readouterr().err
+    assert (copy / "index.html").read_text(encoding="utf-8") == "mine\n"
+    assert main(["package", *map(str, SCENARIO_FILES), "-o", str(copy), "--force", "-q"]) == 0
+    assert _files(copy) == _files(package_dir)
+
+
+def test_trainbudget_package_entry_point_help():
+    exe = shutil.which("trainbudget")
+    if exe is None:
+        pytest.skip("the trainbudget script is not installed")
+    proc = subprocess.run([exe, "package", "--help"], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0 and "SHA256SUMS" in proc.stdout
