@@ -16,6 +16,7 @@ plan is the plan of the merged scenario generated on its own.
 from __future__ import annotations
 
 import copy
+import re
 from pathlib import Path
 
 from .catalog import Catalog
@@ -45,7 +46,11 @@ def _prefixed(where: str, problems: list[Problem]) -> list[Problem]:
     def one(p: Problem) -> Problem:
         inner = "" if p.path in ("", "(top level)") else p.path
         path = f"{where}{'.' if inner and not inner.startswith('[') else ''}{inner}"
-        return Problem(path, p.message, p.fix)
+        # "set hardware.gpu_count to ..." -> "set options[1].hardware.gpu_count to ..."
+        fix = p.fix
+        if inner:
+            fix = re.sub(rf"(?<![\w.\[\]]){re.escape(inner)}(?![\w.\[])", lambda _: path, fix)
+        return Problem(path, p.message, fix)
     return [one(p) for p in problems]
 
 

@@ -146,7 +146,7 @@ def test_error_path_names_the_option_and_the_field(catalog):
     problems = _problems(data, catalog)
     assert [p.path for p in problems] == ["options[1].hardware.gpu_count"]
     assert "greater than 0" in problems[0].message
-    assert problems[0].fix == "set hardware.gpu_count to a number greater than 0"
+    assert problems[0].fix == "set options[1].hardware.gpu_count to a number greater than 0"
 
 
 def test_cross_field_rule_in_an_option_is_prefixed(catalog):
@@ -165,6 +165,7 @@ def test_null_removing_a_required_key_is_an_error(catalog):
     problems = _problems(_with_options({"name": "no prices", "prices": None}), catalog)
     assert [p.path for p in problems] == ["options[0].prices"]
     assert problems[0].message == "required but missing"
+    assert problems[0].fix == "add options[0].prices"
 
 
 def test_every_bad_option_is_reported_at_once(catalog):
