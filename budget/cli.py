@@ -74,6 +74,12 @@ def plan_file(path: Path, catalog) -> Plan:
     try:
         # The outputs cite the bare file name (the same bytes from any folder); messages name
         # the file as given, as the schema's do.
+        if scenario.options:     # the base and each option, a plan of its own (Compare sheet)
+            from dataclasses import replace
+
+            from .options import build_option_plans
+            plans = build_option_plans(scenario, catalog, path=path.name, scenario_id=path.stem)
+            return replace(plans[0][1], options=tuple(plans[1:]))
         return build_plan(scenario, catalog, scenario_id=path.stem, scenario_file=path.name)
     except InputError as err:
         raise type(err)(path, err.problems) from None
@@ -199,6 +205,8 @@ def main(argv: list[str] | None = None) -> int:
             print(_headline(plan))
             if plan.layout is not None:
                 print(f"  layout: {plan.layout.explanation}")
+            for title, option in plan.options:
+                print(terminal_safe(f"  option {title}: " + _headline(option).split(": ", 1)[1]))
     if not args.quiet:
         for path in written:
             print(f"  wrote {path}")

@@ -174,3 +174,33 @@ def test_names_and_recommendation(books):
     sheet, ref = result.names["compare_check_count"].split("!")
     first = ref.split(":")[0]
     assert values[f"Compare!{first}"] >= 1
+
+
+def test_the_options_example_regenerates_seed_002s_comparison(tmp_path, catalog):
+    """scenarios/gpt3-175b-options.yaml through the command line: the Compare sheet, recalculated
+    by LibreOffice, shows 158.2 / 316.5 / 79.1 days on 512 / 256 / 1,024 H100 and 254 on
+    1,024 A100, each column equal to the option's own plan."""
+    from budget.cli import main
+    from support import SCENARIOS
+
+    require_soffice()
+    assert main([str(SCENARIOS / "gpt3-175b-options.yaml"), "-o", str(tmp_path), "-q"]) == 0
+    book = tmp_path / "gpt3-175b-options.xlsx"
+    values = read_values(recalculate([book], tmp_path / "recalculated")[book])
+    wb = openpyxl.load_workbook(book)
+    names = {n: d.attr_text for n, d in wb.defined_names.items()}
+
+    def row(name):
+        sheet, ref = names[name].replace("$", "").split("!")
+        first, last = ref.split(":")
+        r = int(re.sub(r"\D", "", first))
+        cols = range(openpyxl.utils.column_index_from_string(re.sub(r"\d", "", first)),
+                     openpyxl.utils.column_index_from_string(re.sub(r"\d", "", last)) + 1)
+        return [values.get(f"Compare!{openpyxl.utils.get_column_letter(c)}{r}") for c in cols]
+
+    gpus, days = row("compare_gpu_count"), row("compare_train_days")
+    by_gpus = dict(zip(zip(row("compare_option_names"), gpus), days))
+    table = {(str(n), int(g)): round(d, 1) for (n, g), d in by_gpus.items()}
+    by_count = {(g, d) for (_, g), d in table.items()}
+    assert {(512, 158.2), (256, 316.5), (1024, 79.1), (1024, 254.3)} <= by_count, table
+    assert len(table) == 5       # the base and four options
