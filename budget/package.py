@@ -273,7 +273,13 @@ def package_outputs(paths: list[Path], catalog) -> tuple[list[Plan], list[Output
     plans, outputs, entries = [], [], []
     for path in paths:
         plan = plan_file(path, catalog)
-        options = build_option_plans(path, catalog) if plan.scenario.options else []
+        # The base then each option: as the plan carries them (built for the Compare sheet),
+        # or built here from the scenario file.
+        attached = tuple(getattr(plan, "options", ()) or ())
+        if attached:
+            options = [(plan.scenario.name, plan), *attached]
+        else:
+            options = build_option_plans(path, catalog) if plan.scenario.options else []
         rendered = render(plan)
         kinds = {".xlsx": "workbook", ".md": "markdown", ".html": "html"}
         files = {kinds.get(Path(o.path).suffix, Path(o.path).suffix.lstrip(".")): str(o.path)
