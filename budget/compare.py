@@ -68,7 +68,8 @@ def write_compare(w, ws, base, options) -> None:
 
     # The workings first (their rows are what the key figures point at), laid out below.
     key_top = head + 1
-    rec_row = key_top + len(KEY_FIGURES) + 1
+    p90_row = key_top + len(KEY_FIGURES)
+    rec_row = p90_row + 2
     grid_top = rec_row + 6
     staff_blocks = _staff_blocks(model, base, options, variants)
     rows = grid_rows(model)
@@ -91,6 +92,7 @@ def write_compare(w, ws, base, options) -> None:
             cell = w.formula(ws, r, col, source, v.values[name], number_format(d.unit, d.kind))
             if item is not None and (item.is_flag or name == "master_check"):
                 w.flag_format(ws, cell.coordinate)
+    _p90(w, ws, p90_row, variants, row_of, base)
     for name, defined in COMPARE_NAMES.items():
         w.define(defined, ws, span.format(r=row_of[name]))
     _recommendation(w, ws, rec_row, variants, row_of)
@@ -106,6 +108,22 @@ def _row_label(w, ws, r: int, name: str, model) -> None:
     w.unit_cell(ws, r, 2, d.unit)
     put_text(ws.cell(r, 3), name)
     ws.cell(r, 3).font = Font(color="7F7F7F")
+
+
+def _p90(w, ws, row: int, variants, row_of, base) -> None:
+    """Each option's P90 total, at the base plan's relative range (Sensitivity sheet): the
+    option's total × P90 ÷ the base total. An approximation, and the row says so."""
+    from .sensitivity import cases, range_figures
+
+    p90 = range_figures(base, cases(base))["total_cost_p90"]
+    put_text(ws.cell(row, 1), "Total, P90 (at the base plan's relative range, Sensitivity sheet)")
+    w.unit_cell(ws, row, 2, "currency")
+    put_text(ws.cell(row, 3), "total_cost_p90 × option ÷ base")
+    ws.cell(row, 3).font = Font(color="7F7F7F")
+    for j, v in enumerate(variants):
+        col = get_column_letter(FIRST_COL + j)
+        w.formula(ws, row, FIRST_COL + j, f"{col}{row_of['total_cost']}*total_cost_p90/total_cost",
+                  v.values["total_cost"] * p90 / base.values["total_cost"], "#,##0")
 
 
 def _recommendation(w, ws, row: int, variants, row_of) -> None:
