@@ -892,7 +892,6 @@ class _Writer:
                          f"version {self.digest} (sha256 of the scenario's canonical JSON)")
         self.wb.calculation.fullCalcOnLoad = True
 
-    def fonts(self) -> None:
     def wide_sheets(self) -> None:
         """A sheet whose print range is wider than WIDE_SHEET_UNITS prints two pages wide, its
         row labels (column A) repeated on each: one page would shrink it below 60%."""
@@ -907,6 +906,7 @@ class _Writer:
                 ws.page_setup.fitToWidth = 2
                 ws.print_title_cols = "A:A"
 
+    def fonts(self) -> None:
         """Every font names its face: a font without a name prints in the viewer's fallback
         (a serif in LibreOffice) beside Calibri text."""
         for ws in self.wb.worksheets:
@@ -943,10 +943,10 @@ class _Writer:
         self.glossary()
         self.change_log()
         self.properties()
+        self.wide_sheets()
         self.fonts()
         buffer = io.BytesIO()
         self.wb.save(buffer)
-        self.wide_sheets()
         self.result.data = normalise_xlsx(buffer.getvalue())
         return self.result
 
