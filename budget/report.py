@@ -88,8 +88,12 @@ def status(plan: Plan) -> dict:
 
 
 def report_context(plan: Plan) -> dict:
+    from .decision import decision
+    from .workbook import scenario_digest
+
     v, cur = plan.values, plan.scenario.prices.currency
     model = plan.model or build_model()
+    state = status(plan)
     phases = []
     for n, (key, label) in enumerate(PHASES):
         start, end = v[f"{key}_start"], v[f"{key}_end"]
@@ -151,7 +155,8 @@ def report_context(plan: Plan) -> dict:
         "failures": failures,
         "assumptions": assumptions,
         "warnings": list(plan.warnings),
-        "status": status(plan),
+        "status": state,
+        "decision": decision(plan, state, scenario_digest(plan)),
         "memo": [{"label": "GPU rental, pure training (the seed's arithmetic: GPU-hours × price)",
                   "amount": _money(v["rental_cost"], cur)},
                  {"label": f"Billed minus pure-training rental (setup, transfer, failures, evaluation, "

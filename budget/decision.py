@@ -1,0 +1,104 @@
+"""The decision page: what a budget committee reads first, on one printed page.
+
+`decision(plan)` gathers, from the plan and its options, the decision asked for, the recommended
+option and the alternatives, the P10/P50/P90 total, spend by quarter, the top risks (the largest
+swings of the Sensitivity sheet and every failing or warning check), the key assumptions and the
+sign-off block with the scenario's version digest. The reports lay it out; nothing here is
+computed twice: options are the plans the Compare sheet shows, the range and swings are the
+Sensitivity sheet's, the quarters sum the Cashflow sheet's months.
+"""
+
+from __future__ import annotations
+
+from .bind import from_serial
+from .model import UNCERTAIN
+from .sensitivity import cases, range_figures
+
+TOP_RISKS = 5
+KEY_ASSUMPTIONS = ("gpu_type", "baseline_mfu", "price_per_gpu_hour", "train_tokens", "buffer_rate")
+
+
+def recommended(plans: list[tuple[str, object]]) -> int | None:
+    """Index of the cheapest plan whose checks all pass (the Compare sheet's rule), or None."""
+    passing = [(p.values["total_cost"], i) for i, (_, p) in enumerate(plans) if p.values["master_check"] == 0]
+    return min(passing)[1] if passing else None
+
+
+def _money(x: float, currency: str) -> str:
+    return f"{x:,.0f} {currency}"
+
+
+def _date(serial: float) -> str:
+    return from_serial(serial).isoformat()
+
+
+def decision(plan, status: dict, digest: str) -> dict:
+    v, cur = plan.values, plan.scenario.prices.currency
+    plans = [(plan.scenario.name, plan), *plan.options]
+    best = recommended(plans)
+    rows = []
+    for i, (title, p) in enumerate(plans):
+        pv = p.values
+        failing = int(pv["master_check"])
+        rows.append({"name": title, "gpus": f"{p.gpu_count:,} × {pv['accelerator_name']}",
+                     "days": f"{p.train_days:,.1f}", "end": _date(pv["project_end"]),
+                     "total": _money(pv["total_cost"], cur),
+                     "checks": "pass" if not failing else f"{failing} failing",
+                     "recommended": i == best, "base": i == 0})
+    all_cases = cases(plan)
+    rng = range_figures(plan, all_cases)
+    swings = []
+    for key, (_, label, *_rest) in UNCERTAIN.items():
+        low, high = (c for c in all_cases if c.key == key)
+        lo, hi = low.values["total_cost"] - v["total_cost"], high.values["total_cost"] - v["total_cost"]
+        swings.append((abs(hi - lo), label, lo, hi))
+    swings.sort(key=lambda s: (-s[0], s[1]))
+    risks = [f"{label}: {_signed(lo, cur)} at its low value, {_signed(hi, cur)} at its high value"
+             for swing, label, lo, hi in swings if swing > 0][:TOP_RISKS]
+    risks += [f"Check failing: {c['text']}" for c in status["checks"]]
+    risks += [f"Warning: {w['text']}" for w in status["warnings"]]
+    shown, more = risks[:TOP_RISKS + 3], max(0, len(risks) - TOP_RISKS - 3)
+    chosen = plans[best][0] if best is not None else None
+    model = plan.model
+    assumptions = []
+    for name in KEY_ASSUMPTIONS:
+        d = model.inputs.get(name) or model.items[name]
+        value = v["accelerator_name"] if name == "gpu_type" else v[name]
+        assumptions.append({"label": d.label, "value": _shown(value, d.unit, cur)})
+    # The committee approves the recommended option when there is one, else the plan itself;
+    # an option's range is the base plan's relative range (as on the Compare sheet).
+    pick = plans[best][1] if (plan.options and best is not None) else plan
+    pv, scale = pick.values, pick.values["total_cost"] / v["total_cost"]
+    return {
+        "ask": (f"Approve {_money(pv['total_cost'], cur)} (with the {pv['buffer_rate']:.0%} "
+                f"contingency buffer; P50 {_money(rng['total_cost_p50'] * scale, cur)}, P90 "
+                f"{_money(rng['total_cost_p90'] * scale, cur)}) to train {plan.scenario.name}"
+                + (f", option {plans[best][0]}" if pick is not plan else "")
+                + f": {pick.gpu_count:,} × {pv['accelerator_name']} from {_date(pv['start_date'])}, "
+                  f"ending {_date(pv['project_end'])}."),
+        "approvable": status["ok"],
+        "recommended": chosen if plan.options else None,
+        "none_passes": best is None and bool(plan.options),
+        "options": rows,
+        "range": {"p10": _money(rng["total_cost_p10"], cur), "p50": _money(rng["total_cost_p50"], cur),
+                  "p90": _money(rng["total_cost_p90"], cur), "point": _money(v["total_cost"], cur),
+                  "end_p90": _date(rng["project_end_p90"])},
+        "quarters": [],
+        "risks": shown, "more_risks": more,
+        "assumptions": assumptions,
+        "digest": digest,
+    }
+
+
+def _signed(x: float, currency: str) -> str:
+    return f"{'+' if x >= 0 else '−'}{abs(x):,.0f} {currency}"
+
+
+def _shown(value, unit: str, currency: str) -> str:
+    if isinstance(value, str):
+        return value
+    if unit.startswith("fraction"):
+        return f"{value:.1%}"
+    if unit.startswith("currency"):
+        return f"{value:,.2f} {unit.replace('currency', currency)}"
+    return f"{value:,.4g} {unit}"

@@ -1,0 +1,88 @@
+"""The decision page: the first printed page of the report, one A4 and one Letter page."""
+
+from __future__ import annotations
+
+import subprocess
+
+import pytest
+
+from budget.decision import recommended
+from budget.report import render_html, render_markdown
+from support import SCENARIOS, plan_of, raw, require_tool
+from test_report import _chromium
+
+PAPERS = ("A4", "letter")
+
+
+@pytest.fixture(scope="module")
+def options_plan(catalog):
+    from dataclasses import replace
+
+    from budget.options import build_option_plans
+    plans = build_option_plans(SCENARIOS / "gpt3-175b-options.yaml", catalog)
+    return replace(plans[0][1], options=tuple(plans[1:]))
+
+
+def _pages_text(pdf) -> list[str]:
+    tool = require_tool(subprocess.run(["which", "pdftotext"], capture_output=True, text=True).stdout.strip(),
+                        "pdftotext (poppler-utils)", "apt-get install -y poppler-utils")
+    text = subprocess.run([tool, "-layout", str(pdf), "-"], capture_output=True, text=True).stdout
+    return text.split("\f")
+
+
+@pytest.mark.parametrize("paper", PAPERS)
+@pytest.mark.parametrize("which", ["seed", "options"])
+def test_the_decision_page_prints_on_one_page(tmp_path, seed_h100, options_plan, paper, which):
+    """Everything of the decision — the ask, the options, the range, the risks, the assumptions
+    and the sign-off — is on page 1; the report proper starts on page 2."""
+    plan = seed_h100 if which == "seed" else options_plan
+    html = render_html(plan).replace("@page { margin: 14mm; }", f"@page {{ size: {paper}; margin: 14mm; }}")
+    page = tmp_path / "report.html"
+    page.write_text(html, encoding="utf-8")
+    pdf = tmp_path / "report.pdf"
+    proc = _chromium(tmp_path, "--no-pdf-header-footer", f"--print-to-pdf={pdf}", page.as_uri())
+    assert pdf.is_file(), proc.stderr[-2000:]
+    pages = _pages_text(pdf)
+    first = pages[0]
+    for words in ("Decision asked for", "Range of the total", "Top risks", "Key assumptions",
+                  "Approved by", "Scenario version"):
+        assert words in first, words
+    assert "At a glance" not in first
+    assert "At a glance" in "".join(pages[1:3])
+
+
+def test_the_recommendation_is_the_compare_sheets(options_plan):
+    """The cheapest option whose checks all pass: the seed's pinned layout fails its memory
+    check, so the search-chosen layout on the same 512 H100 is recommended."""
+    plans = [(options_plan.scenario.name, options_plan), *options_plan.options]
+    best = recommended(plans)
+    assert plans[best][0] == "512 H100, layout left to the search"
+    text = render_markdown(options_plan)
+    assert "Recommended: **512 H100, layout left to the search**" in text
+    assert text.index("## Decision asked for") < text.index("## Status:")
+
+
+def test_the_markdown_leads_with_the_same_decision(seed_h100):
+    text = render_markdown(seed_h100)
+    head = text[:text.index("## Status:")]
+    assert "Approve 5,495,339 USD (with the 20% contingency buffer; P50" in head
+    assert "- GPU rental price:" in head and "- Check failing: Layout does not fit in memory" in head
+    assert "| Prepared by | Reviewed by | Approved by | Date |" in head
+
+
+def test_risks_are_the_largest_swings_then_the_checks(seed_h100):
+    from budget.decision import decision
+    from budget.report import status
+    from budget.workbook import scenario_digest
+    d = decision(seed_h100, status(seed_h100), scenario_digest(seed_h100))
+    swings = [r for r in d["risks"] if not r.startswith(("Check", "Warning"))]
+    assert [r.split(":")[0] for r in swings] == ["GPU rental price", "Baseline MFU", "Training tokens",
+                                                 "Setup", "Staffing cost"]
+    assert d["digest"] == scenario_digest(seed_h100)
+
+
+def test_a_plan_without_options_has_no_recommendation_line(catalog):
+    plan = plan_of(raw(SCENARIOS / "llama3-70b-h100-deadline.yaml"), catalog, "llama")
+    text = render_markdown(plan)
+    assert "Recommended" not in text[:text.index("## Status:")]
+    assert "**Status: All checks pass**" in text
