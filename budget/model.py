@@ -12,6 +12,7 @@ from functools import lru_cache
 
 from .formula import (ABS, AND, COLUMNS, COUNTA, EXP, IF, ISERROR, ISNUMBER, MIN, MOD, NOT, OR, ROUND,
                       ROUNDUP, SQRT, SUM, SUMPRODUCT, Blanks, Lookup, Ref)
+from .formula import DATE, MAX, MONTH, YEAR
 from .formula import Expr, lift
 from .lineitems import Model, ModelBuilder
 
@@ -262,6 +263,10 @@ def _inputs(b: ModelBuilder) -> _Inputs:
     b.input_section("Project timeline (seed 002 section 6)")
     add("start_date", "Project start", "date", kind="date", path="schedule.start_date", codec="date",
         cite="default: a placeholder start; set schedule.start_date")
+    add("fiscal_year_start_month", "Fiscal year starts in month (1 = January)", "month", kind="integer",
+        minimum=1, maximum=12, path="schedule.fiscal_year_start_month", codec="int",
+        cite="default: January (calendar year)",
+        help="The month the budget year starts: 4 for April. Fiscal years are named by the year they end in.")
     add("data_prep_weeks", "Data preparation", "weeks", minimum=0, path="schedule.data_prep_weeks",
         cite="default: seed 002, weeks 1-2")
     add("validation_weeks", "Small-scale validation", "weeks", minimum=0,
@@ -344,6 +349,7 @@ def _inputs(b: ModelBuilder) -> _Inputs:
     add("staff_rows_below", "Cells below the staffing table", "cells", kind="structure")
     add("catalog_rows_below", "Cells below the accelerator catalog", "cells", kind="structure")
     add("timeline_week_cells", "Week columns of the Timeline grid", "cells", kind="structure")
+    add("cashflow_month_cells", "Month columns of the Cashflow sheet", "cells", kind="structure")
     return i
 
 
@@ -798,6 +804,13 @@ def _checks(b: ModelBuilder, i: _Inputs) -> None:
             "Regenerate the workbook to widen the Timeline grid",
             detail=words("The project runs ", ROUND(r("project_weeks"), 0),
                          " weeks, the Timeline grid shows ", COLUMNS(i.timeline_week_cells)))
+    held = MAX(r("project_months"), r("storage_months_used"), i.staff_months)   # blank months: the project
+    b.check("check_cashflow_fits", "The Cashflow months cover the project",
+            MAX(r("project_end"), i.start_date + held * 365 / 12)
+            <= DATE(YEAR(i.start_date), MONTH(i.start_date) + COLUMNS(i.cashflow_month_cells), 1),
+            "Regenerate the workbook to widen the Cashflow sheet",
+            detail=words("The project, its storage and staffing run ", ROUND(held, 1),
+                         " months, the Cashflow sheet shows ", COLUMNS(i.cashflow_month_cells)))
 
     checks = [r(c.name) for c in b.model.checks()]
     b.section("Summary")

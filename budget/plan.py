@@ -165,7 +165,10 @@ def build_plan(s: Scenario, catalog: Catalog, scenario_id: str = "scenario",
     # the checks compare the live cells with these.
     weeks = min(max(TIMELINE_MIN_WEEKS, 2 * math.ceil(min(values["project_weeks"], TIMELINE_MAX_WEEKS))),
                 TIMELINE_MAX_WEEKS)
-    inputs.update(_structure(inputs, weeks, values))
+    held = max(values["project_months"], values["storage_months_used"],
+               *(m for m in values["staff_months"] if m is not None))
+    months = min(max(CASHFLOW_MIN_MONTHS, 2 * math.ceil(min(held, CASHFLOW_MAX_MONTHS))), CASHFLOW_MAX_MONTHS)
+    inputs.update(_structure(inputs, weeks, values, months))
     values = _evaluate(model, _values(inputs), lookups, file)
     if values["failure_fraction"] >= 1:
         raise ScenarioError(file, [_Problem(
@@ -184,6 +187,8 @@ def build_plan(s: Scenario, catalog: Catalog, scenario_id: str = "scenario",
 
 TIMELINE_MIN_WEEKS = 104   # two years of week columns, at least twice the generated project
 TIMELINE_MAX_WEEKS = 5300  # a century (the longest project accepted) fits a sheet's 16,384 columns
+CASHFLOW_MIN_MONTHS = 24   # two years of month columns, at least twice the project (and storage, staff)
+CASHFLOW_MAX_MONTHS = 1202  # the longest project accepted (a century) from any day of its first month
 SCHEMA_PATHS = schema_paths()
 
 
@@ -192,12 +197,13 @@ def _values(inputs: Mapping[str, InputValue]) -> dict[str, object]:
 
 
 def _structure(inputs: Mapping[str, InputValue], weeks: int,
-               values: Mapping[str, object] | None = None) -> dict[str, InputValue]:
+               values: Mapping[str, object] | None = None, months: int = 0) -> dict[str, InputValue]:
     """The workbook-structure inputs and the values at generation (gen_<name>)."""
     out = {"layout_searched": inputs.get("layout_searched", InputValue("no", "")),
            "staff_rows_below": InputValue((), "the cells below the staffing table"),
            "catalog_rows_below": InputValue((), "the cells below the accelerator catalog"),
-           "timeline_week_cells": InputValue(tuple(range(weeks)), "the Timeline sheet's week columns")}
+           "timeline_week_cells": InputValue(tuple(range(weeks)), "the Timeline sheet's week columns"),
+           "cashflow_month_cells": InputValue(tuple(range(months)), "the Cashflow sheet's month columns")}
     for name in (*SEARCH_INPUTS, *SEARCH_ITEMS):
         value = values[name] if values is not None else (inputs[name].value if name in inputs else None)
         out[f"gen_{name}"] = InputValue(value, "the value when the planner chose the GPU count and layout")

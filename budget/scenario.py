@@ -262,6 +262,7 @@ class StorageSection(_Section):
 class ScheduleSection(_Section):
     """Seed 000's segments of a real run and seed 002's project phases."""
     start_date: StartDate = dt.date(2027, 1, 4)
+    fiscal_year_start_month: _whole(ge=1, le=12) = 1   # the Cashflow sheet's budget years
     queue_days: Days = 10.0
     setup_days: Days = 7.0
     transfer_gbit_per_s: Bandwidth = 10.0

@@ -145,6 +145,7 @@ class _Writer:
         sheets = ["Summary", "Inputs", "Catalog", *CALC_SHEETS, "Change log"]
         if plan.layout is not None and plan.layout.candidates:
             sheets.insert(sheets.index("Parallelism") + 1, "Layout candidates")
+        sheets.insert(sheets.index("Cost") + 1, "Cashflow")
         sheets.insert(sheets.index("Change log"), "Glossary")
         sheets.insert(sheets.index("Checks"), "Sensitivity")
         if plan.options:
@@ -934,6 +935,8 @@ class _Writer:
         }
         for title in CALC_SHEETS:
             self.calc_sheet(title, subtitles[title])
+        from .cashflow import write_cashflow
+        write_cashflow(self, self.wb["Cashflow"], self.plan)
         self.summary()
         from .sensitivity import write_sensitivity
         write_sensitivity(self, self.wb["Sensitivity"], self.plan)
