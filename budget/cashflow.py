@@ -323,3 +323,18 @@ def _year_table(s: _Sheet, row: int, heading: str, key_row: int, keys: list[floa
     w.formula(ws, last_row + 2, 2, f"ROUND(B{last_row + 1}-total_cost,2)",
               _round2(_sub(all_years, v["total_cost"])), "#,##0.00")
     return last_row + 2
+
+
+def month_totals(result) -> list[tuple[float, float]]:
+    """(first day of the month, total spent in it) for every month of a written workbook's
+    Cashflow sheet: the values its formulas compute (`WorkbookResult.expected`)."""
+    def cells(name: str) -> list:
+        sheet, ref = result.names[name].split("!")
+        first, last = ref.split(":")
+        row = int("".join(ch for ch in first if ch.isdigit()))
+        a = _col("".join(ch for ch in first if ch.isalpha()))
+        b = _col("".join(ch for ch in last if ch.isalpha()))
+        return [result.expected[f"{sheet}!{get_column_letter(c)}{row}"] for c in range(a, b + 1)]
+
+    return list(zip(cells("cashflow_month_cells"), cells("cashflow_month_total")))
+

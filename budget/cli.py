@@ -60,9 +60,10 @@ def parser() -> argparse.ArgumentParser:
 def render(plan: Plan) -> list[Output]:
     """The workbook and the timeline report (Markdown and HTML) of one plan."""
     stem = plan.scenario_id
-    return [Output(Path(f"{stem}.xlsx"), write_workbook(plan).data),
-            Output(Path(f"{stem}.md"), render_markdown(plan).encode("utf-8")),
-            Output(Path(f"{stem}.html"), render_html(plan).encode("utf-8"))]
+    book = write_workbook(plan)
+    return [Output(Path(f"{stem}.xlsx"), book.data),
+            Output(Path(f"{stem}.md"), render_markdown(plan, book).encode("utf-8")),
+            Output(Path(f"{stem}.html"), render_html(plan, book).encode("utf-8"))]
 
 
 def plan_file(path: Path, catalog) -> Plan:

@@ -32,7 +32,19 @@ def _date(serial: float) -> str:
     return from_serial(serial).isoformat()
 
 
-def decision(plan, status: dict, digest: str) -> dict:
+def quarters(workbook) -> list[dict]:
+    """Spend by calendar quarter: the Cashflow sheet's months summed, empty quarters left out."""
+    from .cashflow import month_totals
+
+    out: dict[str, float] = {}
+    for start, total in month_totals(workbook):
+        day = from_serial(start)
+        key = f"{day.year} Q{(day.month - 1) // 3 + 1}"
+        out[key] = out.get(key, 0.0) + total
+    return [{"label": k, "value": x} for k, x in out.items() if abs(x) > 0.005]
+
+
+def decision(plan, status: dict, digest: str, workbook) -> dict:
     v, cur = plan.values, plan.scenario.prices.currency
     plans = [(plan.scenario.name, plan), *plan.options]
     best = recommended(plans)
@@ -83,7 +95,7 @@ def decision(plan, status: dict, digest: str) -> dict:
         "range": {"p10": _money(rng["total_cost_p10"], cur), "p50": _money(rng["total_cost_p50"], cur),
                   "p90": _money(rng["total_cost_p90"], cur), "point": _money(v["total_cost"], cur),
                   "end_p90": _date(rng["project_end_p90"])},
-        "quarters": [],
+        "quarters": [{"label": q["label"], "amount": _money(q["value"], cur)} for q in quarters(workbook)],
         "risks": shown, "more_risks": more,
         "assumptions": assumptions,
         "digest": digest,

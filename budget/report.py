@@ -87,9 +87,12 @@ def status(plan: Plan) -> dict:
             "total_label": "Total" if not n else "Total (indicative: checks fail)"}
 
 
-def report_context(plan: Plan) -> dict:
+def report_context(plan: Plan, workbook=None) -> dict:
+    """Everything the templates show. `workbook` is the plan's written workbook
+    (budget.workbook.WorkbookResult), whose Cashflow months the decision page sums by quarter;
+    it is written here when not given."""
     from .decision import decision
-    from .workbook import scenario_digest
+    from .workbook import scenario_digest, write_workbook
 
     v, cur = plan.values, plan.scenario.prices.currency
     model = plan.model or build_model()
@@ -156,7 +159,7 @@ def report_context(plan: Plan) -> dict:
         "assumptions": assumptions,
         "warnings": list(plan.warnings),
         "status": state,
-        "decision": decision(plan, state, scenario_digest(plan)),
+        "decision": decision(plan, state, scenario_digest(plan), workbook or write_workbook(plan)),
         "memo": [{"label": "GPU rental, pure training (the seed's arithmetic: GPU-hours × price)",
                   "amount": _money(v["rental_cost"], cur)},
                  {"label": f"Billed minus pure-training rental (setup, transfer, failures, evaluation, "
@@ -251,9 +254,9 @@ def environment() -> jinja2.Environment:
     return env
 
 
-def render_markdown(plan: Plan) -> str:
-    return environment().get_template("timeline.md.j2").render(report_context(plan))
+def render_markdown(plan: Plan, workbook=None) -> str:
+    return environment().get_template("timeline.md.j2").render(report_context(plan, workbook))
 
 
-def render_html(plan: Plan) -> str:
-    return environment().get_template("timeline.html.j2").render(report_context(plan))
+def render_html(plan: Plan, workbook=None) -> str:
+    return environment().get_template("timeline.html.j2").render(report_context(plan, workbook))

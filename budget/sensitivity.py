@@ -67,9 +67,14 @@ def range_figures(plan, all_cases: list[Case]) -> dict[str, float]:
     means, spreads, day_means, day_spreads = [], [], [], []
     for key in UNCERTAIN:
         low, high = (c for c in all_cases if c.key == key)
-        a, b = math.log(low.values["total_cost"] / total), math.log(high.values["total_cost"] / total)
-        means.append((a + b) / 2)
-        spreads.append(abs(b - a) / (2 * Z90))
+        lo, hi = low.values["total_cost"], high.values["total_cost"]
+        if min(lo, hi, total) > 0:
+            a, b = math.log(lo / total), math.log(hi / total)
+            means.append((a + b) / 2)
+            spreads.append(abs(b - a) / (2 * Z90))
+        else:        # a total of 0 (a free plan) has no logarithm: it adds no spread
+            means.append(0.0)
+            spreads.append(0.0)
         da, db = low.values["project_end"] - end, high.values["project_end"] - end
         day_means.append((da + db) / 2)
         day_spreads.append(abs(db - da) / (2 * Z90))
@@ -146,8 +151,10 @@ def write_sensitivity(w, ws, plan) -> None:
         w.formula(ws, r, 9, f"{lo}{er}", low.values["project_end"], date)
         w.formula(ws, r, 10, f"{hi}{er}", high.values["project_end"], date)
         w.formula(ws, r, 11, f"H{r}+ROW()/1000/1000/1000", key_value, "#,##0")
-        w.formula(ws, r, 12, f"(LN(F{r}/total_cost)+LN(G{r}/total_cost))/2", rng["_means"][k], "0.0000")
-        w.formula(ws, r, 13, f"ABS(LN(G{r}/total_cost)-LN(F{r}/total_cost))/2/sensitivity_z",
+        positive = f"AND(F{r}>0,G{r}>0,total_cost>0)"
+        w.formula(ws, r, 12, f"IF({positive},(LN(F{r}/total_cost)+LN(G{r}/total_cost))/2,0)",
+                  rng["_means"][k], "0.0000")
+        w.formula(ws, r, 13, f"IF({positive},ABS(LN(G{r}/total_cost)-LN(F{r}/total_cost))/2/sensitivity_z,0)",
                   rng["_spreads"][k], "0.0000")
         w.formula(ws, r, 14, f"((I{r}-project_end)+(J{r}-project_end))/2", rng["_day_means"][k], "0.0")
         w.formula(ws, r, 15, f"ABS(J{r}-I{r})/2/sensitivity_z", rng["_day_spreads"][k], "0.0")
@@ -204,7 +211,7 @@ def write_sensitivity(w, ws, plan) -> None:
     ws.cell(r0 + len(rows) + 1, 1).alignment = Alignment(wrap_text=True, vertical="top")
     ws.merge_cells(start_row=r0 + len(rows) + 1, start_column=1, end_row=r0 + len(rows) + 1, end_column=10)
     ws.row_dimensions[r0 + len(rows) + 1].height = 48
-    w.widths(ws, [32, 24, 13, 13, 13, 14, 14, 14, 12, 12, 12, 12, 12, 12, 12]
+    w.widths(ws, [27, 18, 12, 12, 12, 13, 13, 13, 11, 11, 12, 12, 12, 12, 12]
              + [16] * max(0, len(variants) - 12))
     ws.freeze_panes = ws.cell(HEAD + 1, 2)
     w.page_setup(ws)

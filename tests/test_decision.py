@@ -74,7 +74,8 @@ def test_risks_are_the_largest_swings_then_the_checks(seed_h100):
     from budget.decision import decision
     from budget.report import status
     from budget.workbook import scenario_digest
-    d = decision(seed_h100, status(seed_h100), scenario_digest(seed_h100))
+    from budget.workbook import write_workbook
+    d = decision(seed_h100, status(seed_h100), scenario_digest(seed_h100), write_workbook(seed_h100))
     swings = [r for r in d["risks"] if not r.startswith(("Check", "Warning"))]
     assert [r.split(":")[0] for r in swings] == ["GPU rental price", "Baseline MFU", "Training tokens",
                                                  "Setup", "Staffing cost"]
@@ -86,3 +87,13 @@ def test_a_plan_without_options_has_no_recommendation_line(catalog):
     text = render_markdown(plan)
     assert "Recommended" not in text[:text.index("## Status:")]
     assert "**Status: All checks pass**" in text
+
+
+def test_spend_by_quarter_sums_the_cashflow_months(seed_h100):
+    """The quarters are the Cashflow sheet's months summed; together they are the total."""
+    from budget.decision import quarters
+    from budget.workbook import write_workbook
+    q = quarters(write_workbook(seed_h100))
+    assert [x["label"] for x in q][:3] == ["2027 Q1", "2027 Q2", "2027 Q3"]
+    assert sum(x["value"] for x in q) == pytest.approx(seed_h100.total_cost, rel=1e-12)
+    assert "Spend by quarter: 2027 Q1 " in render_markdown(seed_h100)
