@@ -70,7 +70,8 @@ ASSUMED = "default: assumption"
 # the input's P10 and P90 for the range (P10/P50/P90 of the total).
 UNCERTAIN = {
     "mfu": ("mfu", "Baseline MFU", "points", -0.10, 0.10,
-            "±10 points of utilisation; seed 002 quotes 45-55% for H100"),
+            "±10 points of utilisation (at least half the base, at most 100%); seed 002 quotes "
+            "45-55% for H100"),
     "price_per_gpu_hour": ("price_per_gpu_hour", "GPU rental price", "factor", 0.85, 1.35,
                            "neocloud H100 on-demand $2.49-3.99 around a $2.95 median "
                            "(shared/reference/prices.yaml, 2026)"),
@@ -340,6 +341,9 @@ def _inputs(b: ModelBuilder) -> _Inputs:
              "data parallelism", minimum=1)
     constant("token_id_bytes", "Bytes per token id up to the vocabulary limit below (uint16)", "bytes",
              2.0, "uint16 token ids, as Megatron-LM's indexed datasets store them", minimum=1)
+    constant("p90_probability", "Probability below a P90", "fraction", 0.9,
+             "definition: the 90th percentile (Sensitivity sheet's range)", minimum=0, maximum=1,
+             kind="fraction")
     constant("small_vocab_limit", "Largest vocabulary stored as uint16 ids", "tokens", 65536.0,
              "2^16 values fit in 16 bits; larger vocabularies need uint32 (twice the bytes)", minimum=1)
 

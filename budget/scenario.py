@@ -338,6 +338,7 @@ class ConstantsSection(_Section):
     zero3_comm_factor: _number(ge=1, le=3) = 1.5
     token_id_bytes: _number(ge=1, le=8) = 2.0
     small_vocab_limit: _number(ge=256, le=2 ** 32) = 65536.0
+    p90_probability: _number(ge=0.9, le=0.9) = 0.9
 
 
 class AcceleratorRow(_Section):

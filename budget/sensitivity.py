@@ -53,7 +53,9 @@ def cases(plan) -> list[Case]:
         for end in ("low", "high"):
             factor = f"unc_{key}_{end}"
             if spread == "points":
-                value, formula = v["baseline_mfu"] + v[factor], f"baseline_mfu+{factor}"
+                # ± points, kept within (half the base, 100%]: an MFU cannot fall to 0 or pass 1
+                value = min(1.0, max(v["baseline_mfu"] + v[factor], v["baseline_mfu"] / 2))
+                formula = f"MIN(1,MAX(baseline_mfu+{factor},baseline_mfu/2))"
             else:
                 value, formula = v[target] * v[factor], f"{target}*{factor}"
             values = model.evaluate({**base_inputs, target: value}, lookups)
@@ -188,7 +190,7 @@ def write_sensitivity(w, ws, plan) -> None:
     # The range.
     r0 = top + n + 3
     ws.cell(r0, 1, "Range of the total (P10, P50, P90) and of the project end (P90)").font = Font(bold=True)
-    rows = [("sensitivity_z", "z for P90: NORMSINV(0.9)", "NORMSINV(0.9)", Z90, "0.0000"),
+    rows = [("sensitivity_z", "z for P90: NORMSINV(0.9)", "NORMSINV(p90_probability)", Z90, "0.0000"),
             ("total_cost_p10", "Total, P10", "total_cost*EXP(SUM(L{a}:L{b})-sensitivity_z*SQRT("
              "SUMPRODUCT(M{a}:M{b},M{a}:M{b})))", rng["total_cost_p10"], money),
             ("total_cost_p50", "Total, P50", "total_cost*EXP(SUM(L{a}:L{b}))", rng["total_cost_p50"], money),
