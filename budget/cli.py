@@ -94,6 +94,31 @@ def terminal_safe(text: object) -> str:
                    for ch in str(text))
 
 
+def write_reporting(outdir: Path, outputs, force: bool, what: str):
+    """Write a run's files (budget/output.py); the result, or the exit status after printing why
+    nothing (or everything, before a signal) was written. `what` names the set in messages."""
+    try:
+        result = write_outputs(outdir, outputs, force=force, version=__version__)
+    except OutputError as err:
+        for one in err.each():
+            _print_error(one)
+        return EXIT_BAD_INPUT
+    except Interrupted as stop:
+        name = signal.Signals(stop.signum).name
+        if stop.written:
+            print(terminal_safe(f"warning: {outdir}: {name} received; {what} written completely first"),
+                  file=sys.stderr)
+        else:
+            print(terminal_safe(f"error: {outdir}: interrupted by {name}; nothing was written"),
+                  file=sys.stderr)
+            print("  fix: run the command again", file=sys.stderr)
+        return 128 + stop.signum
+    for path in result.overwritten:
+        print(terminal_safe(f"warning: {path}: overwritten (--force); it differed from what "
+                            "trainbudget wrote"), file=sys.stderr)
+    return result
+
+
 def _print_error(err: InputError) -> None:
     for problem in err.problems:
         where = f"{err.file}: {problem.path}: " if problem.path else f"{err.file}: "
@@ -179,25 +204,9 @@ def main(argv: list[str] | None = None) -> int:
     except InputError as err:
         _print_error(err)
         return EXIT_BAD_INPUT
-    try:
-        result = write_outputs(args.output_dir, outputs, force=args.force, version=__version__)
-    except OutputError as err:
-        for one in err.each():
-            _print_error(one)
-        return EXIT_BAD_INPUT
-    except Interrupted as stop:
-        name = signal.Signals(stop.signum).name
-        if stop.written:
-            print(f"warning: {args.output_dir}: {name} received; the outputs were written "
-                  "completely first", file=sys.stderr)
-        else:
-            print(f"error: {args.output_dir}: interrupted by {name}; nothing was written",
-                  file=sys.stderr)
-            print("  fix: run the command again", file=sys.stderr)
-        return 128 + stop.signum
-    for path in result.overwritten:
-        print(f"warning: {path}: overwritten (--force); it differed from what trainbudget wrote",
-              file=sys.stderr)
+    result = write_reporting(args.output_dir, outputs, args.force, "the outputs were")
+    if isinstance(result, int):
+        return result
     written = result.paths
     for plan in plans:
         for warning in plan.warnings:

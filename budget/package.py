@@ -23,7 +23,6 @@ import datetime as dt
 import hashlib
 import json
 import math
-import signal
 import sys
 from pathlib import Path
 from typing import Mapping
@@ -34,7 +33,7 @@ from . import __version__
 from .bind import from_serial
 from .catalog import data_dir, load_catalog
 from .errors import InputError, Problem, ScenarioError
-from .output import Interrupted, Output, OutputError, write_outputs
+from .output import Output
 from .plan import Plan, _detail, build_model
 
 PLAN_FORMAT = "trainbudget-plan/1"
@@ -328,7 +327,7 @@ def _reserved(paths: list[Path]) -> InputError | None:
 
 
 def package_main(argv: list[str]) -> int:
-    from .cli import _print_error, terminal_safe
+    from .cli import _print_error, terminal_safe, write_reporting
 
     args = parser().parse_args(argv)
     clash = _reserved(args.scenarios)
@@ -340,25 +339,9 @@ def package_main(argv: list[str]) -> int:
     except InputError as err:
         _print_error(err)
         return EXIT_BAD_INPUT
-    try:
-        result = write_outputs(args.output_dir, outputs, force=args.force, version=__version__)
-    except OutputError as err:
-        for one in err.each():
-            _print_error(one)
-        return EXIT_BAD_INPUT
-    except Interrupted as stop:
-        name = signal.Signals(stop.signum).name
-        if stop.written:
-            print(f"warning: {args.output_dir}: {name} received; the package was written "
-                  "completely first", file=sys.stderr)
-        else:
-            print(f"error: {args.output_dir}: interrupted by {name}; nothing was written",
-                  file=sys.stderr)
-            print("  fix: run the command again", file=sys.stderr)
-        return 128 + stop.signum
-    for path in result.overwritten:
-        print(f"warning: {path}: overwritten (--force); it differed from what trainbudget wrote",
-              file=sys.stderr)
+    result = write_reporting(args.output_dir, outputs, args.force, "the package was")
+    if isinstance(result, int):
+        return result
     for plan in plans:
         for warning in plan.warnings:
             print(terminal_safe(f"warning: {plan.scenario_id}: {warning}"), file=sys.stderr)
