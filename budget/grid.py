@@ -29,6 +29,8 @@ class Variant:
     ranges: Mapping[str, str] = field(default_factory=dict)  # table inputs of its own: name -> range
     formulas: Mapping[str, str] = field(default_factory=dict)  # own inputs set by a formula over
                                                                 # the workbook's names (a what-if)
+    only: frozenset[str] | None = None   # render just these rows; the others are the base's
+                                         # (global names), e.g. what one input does not affect
 
 
 def grid_rows(model: Model) -> list[str]:
@@ -51,13 +53,14 @@ def write_grid(w, ws, top: int, first_col: int, variants: list[Variant], model: 
     for j, variant in enumerate(variants):
         col = first_col + j
         letter = get_column_letter(col)
-        local = {name: f"{letter}{r}" for name, r in row_of.items()}
+        shown = rows if variant.only is None else [n for n in rows if n in variant.only]
+        local = {name: f"{letter}{row_of[name]}" for name in shown}
         local.update(variant.ranges)
 
         def resolve(name: str, local=local) -> str:
             return local.get(name, name)
 
-        for name in rows:
+        for name in shown:
             r = row_of[name]
             value = variant.values.get(name)
             if name in model.inputs:

@@ -100,8 +100,11 @@ def write_sensitivity(w, ws, plan) -> None:
             "what-if is the whole model in a column of the workings below, live.")
     table_top = HEAD + 1
     grid_top = table_top + n + 2 * n + 22
+    # A what-if column holds only what its input moves; everything else is the base's own cell.
+    moved = {c.target: frozenset({c.target, "total_cost", "project_end",
+                                  *model.affected_by({c.target})}) for c in all_cases}
     variants = [Variant(f"{UNCERTAIN[c.key][1]}: {c.end}", c.values, frozenset({c.target}),
-                        formulas={c.target: c.formula}) for c in all_cases]
+                        formulas={c.target: c.formula}, only=moved[c.target]) for c in all_cases]
     col_of = {(c.key, c.end): get_column_letter(FIRST_GRID_COL + j) for j, c in enumerate(all_cases)}
     ws.cell(grid_top - 2, 1, "Workings: the whole model with one input at its low or high value").font = \
         Font(bold=True, color="1F4E79")
