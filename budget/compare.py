@@ -100,6 +100,8 @@ def write_compare(w, ws, base, options) -> None:
     w.widths(ws, [44, 14, 26] + [20] * n)
     ws.freeze_panes = ws.cell(head + 1, FIRST_COL)
     w.page_setup(ws)
+    # Printed: the options side by side and the recommendation; the workings stay on screen.
+    ws.print_area = f"A1:{get_column_letter(last_col)}{rec_row + 2}"
 
 
 def _row_label(w, ws, r: int, name: str, model) -> None:
