@@ -517,15 +517,14 @@ def parse_scenario(data: object, path: str | Path, catalog: Catalog) -> Scenario
         raise ScenarioError(path, [Problem("", "the file is empty",
                                            "write a scenario; see scenarios/gpt3-175b-h100.yaml")])
     try:
-        return Scenario.model_validate(data, context={"catalog": catalog})
+        scenario = Scenario.model_validate(data, context={"catalog": catalog})
     except ValidationError as exc:
         raise ScenarioError(path, problems_from_validation(exc, Scenario)) from None
-
-
-def load_scenario(path: str | Path, catalog: Catalog) -> Scenario:
-    data = load_yaml(Path(path), ScenarioError)
-    scenario = parse_scenario(data, path, catalog)
-    if scenario.options:   # every option is validated as a scenario of its own
+    if scenario.options:   # every option is validated as a scenario of its own, text included
         from .options import option_scenarios
         option_scenarios(data, path, catalog)
     return scenario
+
+
+def load_scenario(path: str | Path, catalog: Catalog) -> Scenario:
+    return parse_scenario(load_yaml(Path(path), ScenarioError), path, catalog)
