@@ -32,6 +32,7 @@ COMPARE_NAMES = {"gpu_count": "compare_gpu_count", "train_days": "compare_train_
                  "gpu_hours": "compare_gpu_hours", "total_cost": "compare_total_cost",
                  "master_check": "compare_check_count"}
 STAFF_TABLE = ("staff_role", "staff_headcount", "staff_monthly_cost", "staff_months")
+NONE_PASSES = "No option passes every check: see each option's failing checks in the workings"
 FIRST_COL = 4       # A: label, B: unit, C: name, then one column per option
 
 
@@ -130,25 +131,23 @@ def _p90(w, ws, row: int, variants, row_of, base) -> None:
 
 def _recommendation(w, ws, row: int, variants, row_of) -> None:
     """The cheapest option whose checks all pass (meeting the deadline is one of them)."""
+    from .decision import recommended
+
     put_text(ws.cell(row, 1), "Total when every check passes")
-    eligible = []
     for j, v in enumerate(variants):
         col = get_column_letter(FIRST_COL + j)
         ok = v.values["master_check"] == 0
-        eligible.append(v.values["total_cost"] if ok else None)
         w.formula(ws, row, FIRST_COL + j,
                   f'IF({col}{row_of["master_check"]}=0,{col}{row_of["total_cost"]},"")',
                   v.values["total_cost"] if ok else "", "#,##0")
     first, last = get_column_letter(FIRST_COL), get_column_letter(FIRST_COL + len(variants) - 1)
     rng = f"${first}${row}:${last}${row}"
     w.define("compare_eligible_total", ws, rng)
-    costs = [c for c in eligible if c is not None]
-    expected = (variants[eligible.index(min(costs))].title if costs
-                else "No option passes every check: see each option's failing checks in the workings")
+    best = recommended([v.values for v in variants])
+    expected = variants[best].title if best is not None else NONE_PASSES
     ws.cell(row + 1, 1, "Recommended").font = Font(bold=True)
     cell = w.formula(ws, row + 1, 2,
-                     f'IF(COUNT(compare_eligible_total)=0,"No option passes every check: see each '
-                     f"option's failing checks in the workings\","
+                     f'IF(COUNT(compare_eligible_total)=0,"{NONE_PASSES}",'
                      f"INDEX(compare_option_names,MATCH(MIN(compare_eligible_total),"
                      f"compare_eligible_total,0)))", expected, None)
     cell.font = Font(bold=True)

@@ -18,9 +18,10 @@ TOP_RISKS = 5
 KEY_ASSUMPTIONS = ("gpu_type", "baseline_mfu", "price_per_gpu_hour", "train_tokens", "buffer_rate")
 
 
-def recommended(plans: list[tuple[str, object]]) -> int | None:
-    """Index of the cheapest plan whose checks all pass (the Compare sheet's rule), or None."""
-    passing = [(p.values["total_cost"], i) for i, (_, p) in enumerate(plans) if p.values["master_check"] == 0]
+def recommended(values: list) -> int | None:
+    """Index of the cheapest plan (by its values) whose checks all pass, or None: the rule the
+    Compare sheet's recommendation cell computes."""
+    passing = [(v["total_cost"], i) for i, v in enumerate(values) if v["master_check"] == 0]
     return min(passing)[1] if passing else None
 
 
@@ -47,7 +48,7 @@ def quarters(workbook) -> list[dict]:
 def decision(plan, status: dict, digest: str, workbook) -> dict:
     v, cur = plan.values, plan.scenario.prices.currency
     plans = [(plan.scenario.name, plan), *plan.options]
-    best = recommended(plans)
+    best = recommended([p.values for _, p in plans])
     rows = []
     for i, (title, p) in enumerate(plans):
         pv = p.values

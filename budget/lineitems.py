@@ -86,6 +86,13 @@ class Item:
     def is_check(self) -> bool:
         return self.kind == "check"
 
+    def sentence(self, values: Mapping[str, object]) -> str:
+        """A check's or warning's failure in words, its `detail` evaluated over `values`: the
+        sentence the workbook's Summary row computes, for the CLI, the reports and plan.json."""
+        if self.detail is None:
+            return self.label
+        return str(compile_items([("_", self.detail)])(dict(values), {})["_"])
+
     @property
     def is_flag(self) -> bool:
         """A check or a warning: 0 when fine, 1 when not."""

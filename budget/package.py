@@ -34,7 +34,7 @@ from .bind import from_serial
 from .catalog import data_dir, load_catalog
 from .errors import InputError, Problem, ScenarioError
 from .output import Output
-from .plan import Plan, _detail, build_model
+from .plan import Plan, build_model
 
 PLAN_FORMAT = "trainbudget-plan/1"
 SCHEMA_NAME = "plan.schema.json"
@@ -86,7 +86,7 @@ def check_results(plan: Plan) -> list[dict]:
         passed = plan.values[item.name] == 0
         status = "pass" if passed else ("fail" if item.kind == "check" else "warn")
         out.append({"name": item.name, "kind": item.kind, "label": item.label, "status": status,
-                    "passed": passed, "sentence": item.label if passed else _detail(item, plan.values),
+                    "passed": passed, "sentence": item.label if passed else item.sentence(plan.values),
                     "fix": item.fix})
     return out
 

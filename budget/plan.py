@@ -359,12 +359,6 @@ def failing(values: Mapping[str, object]) -> list:
 
 def _warnings(model: Model, values: Mapping[str, object]) -> list[str]:
     """One line per failing check, then per plausibility warning, in the model's words."""
-    return ([f"check failing: {_detail(c, values)}. {c.fix}" for c in failing(values)]
-            + [f"warning: {_detail(w, values)}. {w.fix}" for w in model.warnings() if values[w.name]])
+    return ([f"check failing: {c.sentence(values)}. {c.fix}" for c in failing(values)]
+            + [f"warning: {w.sentence(values)}. {w.fix}" for w in model.warnings() if values[w.name]])
 
-
-def _detail(item, values: Mapping[str, object]) -> str:
-    if item.detail is None:
-        return item.label
-    from .formula import compile_items
-    return compile_items([("_", item.detail)])(dict(values), {})["_"]

@@ -18,7 +18,6 @@ import jinja2
 
 from . import __version__
 from .catalog import data_dir
-from .formula import compile_items
 from .model import build_model
 from .plan import Plan, from_serial
 
@@ -68,19 +67,12 @@ def _value(name: str, value, unit: str) -> str:
     return f"{value:,.2f}".rstrip("0").rstrip(".") if not float(value).is_integer() else f"{value:,.0f}"
 
 
-def _sentence(item, values) -> str:
-    """A check's or warning's failure in the model's words, live figures filled in."""
-    if item.detail is None:
-        return item.label
-    return str(compile_items([("_", item.detail)])(dict(values), {})["_"])
-
-
 def status(plan: Plan) -> dict:
     """What the report leads with: approvable or not, each failing check and each warning in
     words with its fix. The same sentences as the workbook's Summary rows."""
     model, v = plan.model or build_model(), plan.values
-    checks = [{"text": _sentence(c, v), "fix": c.fix} for c in model.checks() if v[c.name] != 0]
-    warnings = [{"text": _sentence(w, v), "fix": w.fix} for w in model.warnings() if v[w.name] != 0]
+    checks = [{"text": c.sentence(v), "fix": c.fix} for c in model.checks() if v[c.name] != 0]
+    warnings = [{"text": w.sentence(v), "fix": w.fix} for w in model.warnings() if v[w.name] != 0]
     n = len(checks)
     text = "All checks pass" if not n else f"NOT APPROVABLE: {n} check{'s' if n > 1 else ''} fail{'s' if n == 1 else ''}"
     return {"ok": not n, "text": text, "checks": checks, "warnings": warnings,

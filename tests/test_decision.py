@@ -55,7 +55,7 @@ def test_the_recommendation_is_the_compare_sheets(options_plan):
     """The cheapest option whose checks all pass: the seed's pinned layout fails its memory
     check, so the search-chosen layout on the same 512 H100 is recommended."""
     plans = [(options_plan.scenario.name, options_plan), *options_plan.options]
-    best = recommended(plans)
+    best = recommended([p.values for _, p in plans])
     assert plans[best][0] == "512 H100, layout left to the search"
     text = render_markdown(options_plan)
     assert "Recommended: **512 H100, layout left to the search**" in text
