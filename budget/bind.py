@@ -19,7 +19,7 @@ from typing import Callable, Mapping
 from .catalog import Catalog
 from .errors import Problem, ScenarioError
 from .lineitems import InputDef, Model
-from .scenario import PRECISIONS, Scenario, resolved_shape
+from .scenario import PRECISIONS, Scenario, fx_table, resolved_shape
 
 EXCEL_EPOCH = dt.date(1899, 12, 30)
 
@@ -57,6 +57,8 @@ CODECS: dict[str, Codec] = {
     "date": Codec(excel_serial, lambda v: from_serial(v) if isinstance(v, (int, float)) else v),
     "included_or_price": Codec(lambda v: 0.0 if v == "included" else float(v),
                                lambda v: "included" if float(v) == 0 else _number(v)),
+    # a Price ({amount, currency}); its currency is the companion input's (see `_money`)
+    "money": Codec(lambda p: float(p.amount), _number),
 }
 
 
@@ -147,17 +149,131 @@ class Binder:
 def bind(model: Model, s: Scenario, catalog: Catalog, scenario_file: str = "scenario") -> dict[str, InputValue]:
     """Every assumption input of `model` (not the search's outputs or workbook structure)."""
     b = Binder(s, catalog, scenario_file)
-    special = {**_shape(b), **_utilisation(b), **_precision(b), **_staffing(b)}
+    special = {**_shape(b), **_utilisation(b), **_precision(b), **_staffing(b), **_gpu_price(b),
+               **_catalog_defaults(b)}
     out: dict[str, InputValue] = {}
     for d in model.inputs.values():
         if d.name in special:
             out[d.name] = special[d.name]
         elif d.path is not None:
             out[d.name] = b.plain(d)
+    out.update(_money(b, model, out))
     acc = catalog.accelerator(s.hardware.accelerator)
     out["gpu_type"] = InputValue(acc.id, out["gpu_type"].source, acc.name)
     b.ensure_sources_used()
     return out
+
+
+def _gpu_price(b: Binder) -> dict[str, InputValue]:
+    """The GPU price: typed, or a row of catalogs/prices.yaml with its tier and term."""
+    p, prices = b.s.prices, b.catalog.prices
+    if p.catalog is None or prices is None:
+        return {} if p.tier is not None else {"price_tier": InputValue("on_demand", "default: on demand")}
+    row = prices.rental_price(p.catalog)
+    src = f"{b.source_of('prices.catalog')}: {row.provider}, {row.tier}, {prices.cite(row.per_gpu_hour)}"
+    out = {"price_per_gpu_hour": InputValue(float(row.per_gpu_hour.value), src, row.per_gpu_hour.note)}
+    if p.tier is None:
+        out["price_tier"] = InputValue(row.tier, f"the tier of {row.id} (catalogs/prices.yaml)")
+    if row.tier == "reserved" and "prices.reserved.term_months" not in b.explicit:
+        out["reserved_term_months"] = InputValue(float(row.term_months), f"the term of {row.id}")
+    if row.tier == "spot" and "prices.spot.discount" not in b.explicit:
+        out["spot_discount"] = InputValue(0.0, f"{row.id} is already a spot rate")
+    return out
+
+
+def _catalog_defaults(b: Binder) -> dict[str, InputValue]:
+    """Energy, carbon and ownership inputs the scenario leaves out: the catalog's sourced
+    defaults (catalogs/prices.yaml), the purchase row of the chosen accelerator."""
+    prices = b.catalog.prices
+    if prices is None:
+        return {}
+    e, o = prices.energy, prices.ownership
+    purchase = prices.purchase_for(b.s.hardware.accelerator)
+    grid = prices.grid(b.s.energy.grid or e.default_grid)
+    defaults = {
+        "pue": ("energy.pue", e.pue, ""),
+        "draw_training": ("energy.draw_training", e.draw_training, ""),
+        "draw_idle": ("energy.draw_idle", e.draw_idle, ""),
+        "electricity_per_kwh": ("energy.electricity_per_kwh", e.electricity_per_kwh, ""),
+        "grid_intensity": ("energy.grid_intensity", grid.kg_per_kwh, f"grid: {grid.name}"),
+        "depreciation_years": ("owned.depreciation_years", o.depreciation_years, ""),
+        "cost_of_capital": ("owned.cost_of_capital", o.cost_of_capital, ""),
+        "ops_per_node_month": ("owned.ops_per_node_month", o.ops_per_node_month, ""),
+    }
+    if purchase is not None:
+        defaults["node_price"] = ("owned.node_price", purchase.price_per_node, purchase.name)
+    # a node's own power hardly depends on its GPUs: without a row for this accelerator, the
+    # catalog's first purchase row stands in (its source says so)
+    like = purchase or (prices.purchase[0] if prices.purchase else None)
+    if like is not None:
+        what = like.name if like is purchase else f"no node of this accelerator in the catalog; as {like.name}"
+        defaults["node_overhead_kw"] = ("energy.node_overhead_kw", like.overhead_kw_per_node, what)
+    out = {}
+    for name, (path, fig, what) in defaults.items():
+        if path in b.explicit:
+            continue
+        if name == "grid_intensity" and "energy.grid" in b.explicit:
+            source = f"{b.source_of('energy.grid')}: {grid.name}, {prices.cite(fig)}"
+        else:
+            source = f"default ({what}): {prices.cite(fig)}" if what else f"default: {prices.cite(fig)}"
+        out[name] = InputValue(float(fig.value), source, fig.note)
+    return out
+
+
+def _money(b: Binder, model: Model, out: Mapping[str, InputValue]) -> dict[str, InputValue]:
+    """Each money input's currency cell, and its amount in that currency. An amount's currency
+    is the one it was given in: {amount, currency} in the scenario, the catalog row's, else the
+    scenario's. Amounts sharing a currency cell but given in another currency are converted at
+    the FX table's rate (their source says so)."""
+    s, prices = b.s, b.catalog.prices
+    own = s.prices.currency
+    rates = fx_table(s, b.catalog)
+
+    def given_currency(d: InputDef) -> str | None:
+        if d.name in ("price_per_gpu_hour",) and s.prices.catalog and prices is not None:
+            return prices.rental_price(s.prices.catalog).per_gpu_hour.currency
+        raw = get_path(s, d.path) if d.path else None
+        if d.path in b.explicit:
+            return getattr(raw, "currency", None) or own
+        if raw is not None and getattr(raw, "currency", None):
+            return raw.currency
+        fig = _catalog_figure(b, d.name)
+        return getattr(fig, "currency", None) or own
+
+    groups: dict[str, list[InputDef]] = {}
+    for d in model.inputs.values():
+        if d.currency and not d.is_range:
+            groups.setdefault(d.currency, []).append(d)
+    result: dict[str, InputValue] = {}
+    for companion, defs in groups.items():
+        present = [(d, given_currency(d)) for d in defs if out[d.name].value is not None]
+        currency = present[0][1] if present else own
+        why = f"the currency of {present[0][0].label.lower()}" if present else "the scenario's currency"
+        result[companion] = InputValue(currency, why)
+        for d, cur in present:
+            if cur != currency and cur in rates and currency in rates:
+                iv = out[d.name]
+                factor = rates[cur][0] / rates[currency][0]
+                result[d.name] = InputValue(iv.value * factor, iv.source,
+                                            f"given as {iv.value:g} {cur}, converted at {factor:g} {currency}/{cur}")
+    return result
+
+
+def _catalog_figure(b: Binder, name: str):
+    prices = b.catalog.prices
+    if prices is None:
+        return None
+    purchase = prices.purchase_for(b.s.hardware.accelerator)
+    return {"electricity_per_kwh": prices.energy.electricity_per_kwh,
+            "ops_per_node_month": prices.ownership.ops_per_node_month,
+            "node_price": purchase.price_per_node if purchase else None}.get(name)
+
+
+def fx_rows(s: Scenario, catalog: Catalog):
+    """The FX table's rows (currency, rate into the scenario's currency) and their sources."""
+    rates = fx_table(s, catalog)
+    codes = [s.prices.currency] + sorted(c for c in rates if c != s.prices.currency)
+    return tuple({"id": c, "rate": float(rates[c][0])} for c in codes), tuple(rates[c][1] for c in codes)
 
 
 def _shape(b: Binder) -> dict[str, InputValue]:
@@ -227,12 +343,24 @@ def _precision(b: Binder) -> dict[str, InputValue]:
 
 
 def _staffing(b: Binder) -> dict[str, InputValue]:
+    """The staffing table, its monthly costs in one currency: the first role's (the scenario's
+    unless given as {amount, currency}); other roles' costs converted at the FX table's rate."""
     roles = b.s.staffing
     src = b.source_of("staffing") if roles else "no staffing in the scenario"
+    own = b.s.prices.currency
+    currency = (roles[0].monthly_cost.currency or own) if roles else own
+    rates = fx_table(b.s, b.catalog)
+
+    def cost(role) -> float:
+        given = role.monthly_cost.currency or own
+        factor = rates[given][0] / rates[currency][0] if given != currency else 1.0
+        return float(role.monthly_cost.amount) * factor
+
     return {
+        "staff_currency": InputValue(currency, "the currency of the staffing table's monthly costs"),
         "staff_role": InputValue(tuple(r.role for r in roles), src),
         "staff_headcount": InputValue(tuple(float(r.headcount) for r in roles), src),
-        "staff_monthly_cost": InputValue(tuple(float(r.monthly_cost) for r in roles), src),
+        "staff_monthly_cost": InputValue(tuple(cost(r) for r in roles), src),
         "staff_months": InputValue(tuple(None if r.months is None else float(r.months) for r in roles), src),
     }
 
@@ -281,6 +409,12 @@ def unbind(model: Model, values: Mapping[str, object]) -> dict:
         data["efficiency"].pop("layout_efficiency", None)
         if not data["efficiency"]:
             data.pop("efficiency")
+    own = values.get("currency")
+    for d in model.inputs.values():      # an amount in another currency than the plan's keeps it
+        if d.codec == "money" and d.path and values.get(d.name) not in (None, ""):
+            currency = values.get(d.currency)
+            if currency not in (None, "", own):
+                set_path(data, d.path, {"amount": _number(values[d.name]), "currency": str(currency)})
     roles = []
     for role, heads, cost, months in zip(*(values.get(n, ()) for n in (
             "staff_role", "staff_headcount", "staff_monthly_cost", "staff_months"))):
@@ -288,6 +422,8 @@ def unbind(model: Model, values: Mapping[str, object]) -> dict:
             continue
         row = {"role": str(role or "(unnamed role)"), "headcount": _number(heads or 0),
                "monthly_cost": _number(cost or 0)}
+        if values.get("staff_currency") not in (None, "", own):
+            row["monthly_cost"] = {"amount": row["monthly_cost"], "currency": str(values["staff_currency"])}
         if months not in (None, ""):
             row["months"] = _number(months)
         roles.append(row)

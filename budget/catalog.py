@@ -9,7 +9,7 @@ from __future__ import annotations
 import datetime as dt
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
@@ -52,11 +52,14 @@ class Accelerator(_Strict):
     intra_node_gb_per_s: Figure
     inter_node_gbit_per_s: Figure
     typical_mfu: Figure
+    tdp_w: Figure | None = None       # board power; a reviewer's row may lack it (energy is then blank)
 
     @model_validator(mode="after")
     def _figures_make_sense(self):
         for field in ("peak_bf16_tflops", "hbm_gb", "gpus_per_node", "intra_node_gb_per_s",
-                      "inter_node_gbit_per_s"):
+                      "inter_node_gbit_per_s", "tdp_w"):
+            if getattr(self, field) is None:
+                continue
             if getattr(self, field).value <= 0:
                 raise rule_error(f"{field} must be positive", f"correct {field}.value")
         if not 0 < self.typical_mfu.value <= 1:
@@ -81,6 +84,133 @@ class ModelPreset(_Strict):
     as_of: dt.date
 
 
+Currency = Annotated[str, Field(pattern=r"^[A-Z]{3}$")]
+Id = Annotated[str, Field(pattern=r"^[a-z0-9_]+$")]
+
+
+class MoneyFigure(Figure):
+    """A sourced amount in a stated currency."""
+    currency: Currency
+
+
+class RentalPrice(_Strict):
+    """A reference GPU rental price, selectable by id (`prices.catalog`)."""
+    id: Id
+    accelerator: str
+    provider: str
+    tier: Literal["on_demand", "reserved", "spot"]
+    term_months: Annotated[float, Field(gt=0, le=120)] | None = None
+    per_gpu_hour: MoneyFigure
+
+    @model_validator(mode="after")
+    def _term_for_reserved(self):
+        if (self.tier == "reserved") != (self.term_months is not None):
+            raise rule_error("term_months goes with tier: reserved, and only with it",
+                             "give a reserved price its term (12 or 36 months)", "term_months")
+        return self
+
+
+class PurchasePrice(_Strict):
+    """One node (a server and its GPUs) bought for an owned cluster."""
+    id: Id
+    accelerator: str
+    name: str
+    price_per_node: MoneyFigure
+    overhead_kw_per_node: Figure
+
+
+class GridIntensity(_Strict):
+    id: Id
+    name: str
+    kg_per_kwh: Figure
+
+
+class EnergyDefaults(_Strict):
+    pue: Figure
+    electricity_per_kwh: MoneyFigure
+    draw_training: Figure
+    draw_idle: Figure
+    default_grid: str
+
+
+class OwnershipDefaults(_Strict):
+    depreciation_years: Figure
+    cost_of_capital: Figure
+    ops_per_node_month: MoneyFigure
+
+
+class _PriceFile(_Strict):
+    rental: list[RentalPrice]
+    purchase: list[PurchasePrice]
+    grid_intensity: list[GridIntensity]
+    energy: EnergyDefaults
+    ownership: OwnershipDefaults
+    fx_rates: dict[Currency, Figure]          # units of each currency per 1 USD
+    sources: dict[str, str]
+
+    @model_validator(mode="after")
+    def _consistent(self):
+        for section in ("rental", "purchase", "grid_intensity"):
+            ids = [row.id for row in getattr(self, section)]
+            for i, key in enumerate(ids):
+                if key in ids[:i]:
+                    raise rule_error(f"id {key!r} appears twice", "give each id once", f"{section}[{i}].id")
+        if self.energy.default_grid not in {g.id for g in self.grid_intensity}:
+            raise rule_error("default_grid names no grid_intensity row", "use a grid_intensity id",
+                             "energy.default_grid")
+        for path, fig in _figures(self):
+            if fig.as_of is None:
+                raise rule_error("every catalog figure needs an as_of date", "add as_of: YYYY-MM-DD",
+                                 f"{path}.as_of")
+            if fig.source not in self.sources:
+                raise rule_error(f"source {fig.source!r} is not listed under sources",
+                                 "add it to sources with a full citation", f"{path}.source")
+        return self
+
+
+def _figures(prices: "_PriceFile"):
+    """Every sourced figure of the price catalog, with its path."""
+    for section in ("rental", "purchase", "grid_intensity"):
+        for i, row in enumerate(getattr(prices, section)):
+            for name in type(row).model_fields:
+                value = getattr(row, name)
+                if isinstance(value, Figure):
+                    yield f"{section}[{i}].{name}", value
+    for section in ("energy", "ownership"):
+        block = getattr(prices, section)
+        for name in type(block).model_fields:
+            value = getattr(block, name)
+            if isinstance(value, Figure):
+                yield f"{section}.{name}", value
+    for code, fig in prices.fx_rates.items():
+        yield f"fx_rates.{code}", fig
+
+
+@dataclass(frozen=True)
+class PriceCatalog:
+    """catalogs/prices.yaml: reference rental and purchase prices, energy, carbon and FX defaults."""
+    rental: tuple[RentalPrice, ...]
+    purchase: tuple[PurchasePrice, ...]
+    grids: tuple[GridIntensity, ...]
+    energy: EnergyDefaults
+    ownership: OwnershipDefaults
+    fx_per_usd: dict[str, Figure]
+    sources: dict[str, str]
+
+    def rental_price(self, price_id: str) -> RentalPrice:
+        return next(r for r in self.rental if r.id == price_id)
+
+    def purchase_for(self, acc_id: str) -> PurchasePrice | None:
+        return next((p for p in self.purchase if p.accelerator == acc_id), None)
+
+    def grid(self, grid_id: str) -> GridIntensity:
+        return next(g for g in self.grids if g.id == grid_id)
+
+    def cite(self, fig: Figure) -> str:
+        text = self.sources.get(fig.source, fig.source)
+        return f"{text} ({fig.as_of.isoformat()})" if fig.as_of else text
+
+
 class _AcceleratorFile(_Strict):
     accelerators: list[Accelerator]
     sources: dict[str, str]
@@ -94,6 +224,9 @@ class _AcceleratorFile(_Strict):
                                  f"accelerators[{i}].id")
             seen.add(acc.id)
             for field in FIGURES:
+                if getattr(acc, field) is None:
+                    raise rule_error(f"{field} is missing", f"add {field}: {{value, source, as_of}}",
+                                     f"accelerators[{i}].{field}")
                 if getattr(acc, field).as_of is None:
                     raise rule_error("every catalog figure needs an as_of date", "add as_of: YYYY-MM-DD",
                                      f"accelerators[{i}].{field}.as_of")
@@ -114,6 +247,7 @@ class Catalog:
     accelerators: tuple[Accelerator, ...]
     sources: dict[str, str]
     models: tuple[ModelPreset, ...]
+    prices: PriceCatalog | None = None
 
     def accelerator(self, acc_id: str) -> Accelerator:
         for acc in self.accelerators:
@@ -142,16 +276,17 @@ class Catalog:
             return self
         added = {r.id: _accelerator_from_row(r) for r in rows}
         kept = tuple(added.pop(a.id, a) for a in self.accelerators)
-        return Catalog(kept + tuple(added.values()), self.sources, self.models)
+        return Catalog(kept + tuple(added.values()), self.sources, self.models, self.prices)
 
 
 FIGURES = ("peak_bf16_tflops", "hbm_gb", "gpus_per_node", "intra_node_gb_per_s",
-           "inter_node_gbit_per_s", "typical_mfu")
+           "inter_node_gbit_per_s", "typical_mfu", "tdp_w")
 
 
 def _accelerator_from_row(row) -> Accelerator:
     """A scenario's `catalog.accelerators` row (flat numbers, one source) as a catalog entry."""
-    figures = {f: Figure(value=float(getattr(row, f)), source=row.source) for f in FIGURES}
+    figures = {f: Figure(value=float(getattr(row, f)), source=row.source) for f in FIGURES
+               if getattr(row, f, None) is not None}
     return Accelerator(id=row.id, name=row.name, vendor=row.vendor or "", **figures)
 
 
@@ -170,4 +305,14 @@ def load_catalog(folder: Path | None = None) -> Catalog:
     if len({m.id for m in models.models}) != len(models.models):
         raise CatalogError(folder / "models.yaml",
                            [Problem("models", "a model id appears twice", "give each id once")])
-    return Catalog(tuple(accs.accelerators), dict(accs.sources), tuple(models.models))
+    prices = _validated(folder / "prices.yaml", _PriceFile)
+    acc_ids = {a.id for a in accs.accelerators}
+    for section in ("rental", "purchase"):
+        for i, row in enumerate(getattr(prices, section)):
+            if row.accelerator not in acc_ids:
+                raise CatalogError(folder / "prices.yaml", [Problem(
+                    f"{section}[{i}].accelerator", f"names no accelerator: {row.accelerator!r}",
+                    "use an id from catalogs/accelerators.yaml")])
+    price_catalog = PriceCatalog(tuple(prices.rental), tuple(prices.purchase), tuple(prices.grid_intensity),
+                                 prices.energy, prices.ownership, dict(prices.fx_rates), dict(prices.sources))
+    return Catalog(tuple(accs.accelerators), dict(accs.sources), tuple(models.models), price_catalog)

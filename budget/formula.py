@@ -241,6 +241,7 @@ def MOD(a, b) -> Expr: return Call("MOD", (lift(a), lift(b)))
 def ISNUMBER(x) -> Expr: return Call("ISNUMBER", (lift(x),))
 def SQRT(x) -> Expr: return Call("SQRT", (lift(x),))
 def EXP(x) -> Expr: return Call("EXP", (lift(x),))
+def LN(x) -> Expr: return Call("LN", (lift(x),))
 def ABS(x) -> Expr: return Call("ABS", (lift(x),))
 def SUMPRODUCT(*ranges: Expr) -> Expr: return Call("SUMPRODUCT", tuple(ranges))
 def ISERROR(x) -> Expr: return Call("ISERROR", (lift(x),))
@@ -356,6 +357,7 @@ def _exp(x):
         return math.exp(x)
     except OverflowError:
         return math.inf   # #NUM! in a spreadsheet; the planner rejects non-finite figures by name
+def _ln(x): return math.log(x)
 def _abs(x): return abs(x)
 def _not(x): return not x
 def _sumproduct(*cols):

@@ -20,7 +20,7 @@ from .bind import CODECS, excel_serial, unbind
 from .catalog import FIGURES, Catalog
 from .errors import InputError, Problem
 from .lineitems import InputDef, Model
-from .model import ACCELERATOR_TABLE, SEARCH_INPUTS, build_model
+from .model import ACCELERATOR_TABLE, FX_TABLE, SEARCH_INPUTS, build_model
 from .scenario import parse_scenario
 
 CATALOG_COLUMNS = ("id", "name", "vendor", *FIGURES)
@@ -136,6 +136,9 @@ def read_catalog_rows(book: _Book) -> list[dict]:
                     "give the row an id (lower-case letters, digits and _)")])
             continue
         for c in FIGURES:
+            if c == "tdp_w" and row[c] in (None, ""):    # power is optional: energy stays blank
+                row[c] = None
+                continue
             if isinstance(row[c], bool) or not isinstance(row[c], (int, float)):
                 raise WorkbookError(book.path, [Problem(
                     f"{columns[c][n][0]} (acc_{c})", f"holds {row[c]!r} where a number belongs",
@@ -156,7 +159,7 @@ def _catalog_changes(rows: list[dict], catalog: Catalog, gpu_type: str) -> tuple
     for row in rows:
         acc = bundled.get(str(row["id"]))
         if acc is not None:
-            diffs = [f for f in FIGURES if float(row[f]) != float(getattr(acc, f).value)]
+            diffs = [f for f in FIGURES if _figure(row[f]) != _figure(getattr(acc, f))]
             if not diffs and row["name"] == acc.name:
                 continue
             if diffs == ["peak_bf16_tflops"] and row["id"] == gpu_type and row["name"] == acc.name:
@@ -164,11 +167,27 @@ def _catalog_changes(rows: list[dict], catalog: Catalog, gpu_type: str) -> tuple
                 continue
         entry = {"id": str(row["id"]), "name": str(row["name"] or row["id"]),
                  "vendor": str(row["vendor"] or "")}
-        entry.update({f: _plain(row[f]) for f in FIGURES})
+        entry.update({f: _plain(row[f]) for f in FIGURES if row[f] is not None})
         entry["gpus_per_node"] = int(entry["gpus_per_node"])
         entry["source"] = str(row["source"])[:2000]
         changed.append(entry)
     return hardware, changed
+
+
+def _figure(x):
+    """A catalog figure or cell as a comparable number (None when blank)."""
+    x = getattr(x, "value", x)
+    return None if x in (None, "") else float(x)
+
+
+def read_fx_rates(book: _Book, currency: str) -> dict[str, float]:
+    """The FX table as `prices.fx_rates`: units of the plan's currency per unit of each other."""
+    codes, rates = book.cells(f"{FX_TABLE}_id"), book.cells(f"{FX_TABLE}_rate")
+    table = {str(c).strip().upper(): r for (_, c), (_, r) in zip(codes, rates)
+             if c not in (None, "") and isinstance(r, (int, float)) and not isinstance(r, bool) and r > 0}
+    if currency not in table:
+        return {}
+    return {code: _plain(rate / table[currency]) for code, rate in table.items() if code != currency}
 
 
 def _plain(x):
@@ -212,6 +231,9 @@ def import_workbook(path: str | Path, catalog: Catalog) -> Imported:
         hardware.pop("effective_tflops")
     peak, rows = _catalog_changes(read_catalog_rows(book), catalog, str(values["gpu_type"]))
     hardware.update(peak)
+    fx = read_fx_rates(book, str(values.get("currency") or "USD"))
+    if fx:
+        data.setdefault("prices", {})["fx_rates"] = fx
     if rows:
         data["catalog"] = {"accelerators": rows}
     props = book.wb.properties

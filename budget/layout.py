@@ -26,6 +26,7 @@ LAYOUT_INPUTS = ("tp_size", "pp_size", "micro_batch_size", "zero_stage", "recomp
                  "sequence_parallel")
 RANKED_OUTPUTS = ("memory_per_gpu_gb", "usable_hbm_gb", "check_memory_fits", "bubble_fraction",
                   "comm_fraction", "recompute_overhead", "layout_efficiency", "train_days",
+                  "stretched_training_days",
                   "total_cost", "dp_size", "memory_headroom_gb")
 MAX_GPUS = 1 << 20
 
@@ -268,7 +269,8 @@ def smallest_count_for_deadline(evaluate: Evaluator, space: Space, deadline_days
 
     def meets(i: int) -> bool:
         result = at(i)
-        return result is not None and result.best.train_days <= deadline_days * (1 + 1e-12)
+        # the deadline is on the calendar: failures and spot preemptions count against it
+        return result is not None and result.best.values["stretched_training_days"] <= deadline_days * (1 + 1e-12)
 
     if not counts or not meets(len(counts) - 1):
         raise NoLayoutFits(f"no GPU count up to {MAX_GPUS:,} trains within {deadline_days:g} days")
@@ -295,7 +297,7 @@ def _next_smaller(counts: list[int], i: int, at) -> str:
         return (f"the next smaller count that splits the batch, {counts[i - 1]:,} GPUs, "
                 "has no layout that fits")
     return (f"the next smaller count that splits the batch, {counts[i - 1]:,} GPUs, would take "
-            f"{below.best.train_days:.1f} days")
+            f"{below.best.values['stretched_training_days']:.1f} days with failures")
 
 
 def first_count_that_fits(evaluate: Evaluator, space: Space, start_gpus: int) -> SearchResult:

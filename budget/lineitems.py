@@ -51,6 +51,7 @@ class InputDef:
     domain: tuple | None = None       # the values the layout search tries (None: computed, e.g. PP)
     short: str = ""                   # a column heading for the candidate tables
     help: str = ""                    # one line shown when the reviewer selects the cell
+    currency: str = ""                # money inputs: the text input naming the amount's currency
 
     def __post_init__(self):
         check_defined_name(self.name)

@@ -12,13 +12,16 @@ from functools import lru_cache
 
 from .formula import (ABS, AND, COLUMNS, COUNTA, EXP, IF, ISERROR, ISNUMBER, MIN, MOD, NOT, OR, ROUND,
                       ROUNDUP, SQRT, SUM, SUMPRODUCT, Blanks, Lookup, Ref)
-from .formula import DATE, MAX, MONTH, YEAR
+from .formula import DATE, LN, MAX, MONTH, YEAR
 from .formula import Expr, lift
 from .lineitems import Model, ModelBuilder
 
 ACCELERATOR_TABLE = "acc"
 ACTIVATION_TABLE = "act"
 RECOMPUTE_MODES = ("none", "selective", "full")
+TIERS = ("on_demand", "reserved", "spot")
+OWNERSHIP = ("rented", "owned")
+FX_TABLE = "fx"
 YES_NO = ("yes", "no")
 
 
@@ -53,6 +56,10 @@ def _tables(b: ModelBuilder) -> None:
         ("intra_node_gb_per_s", "Intra-node bandwidth (one direction)", "GB/s"),
         ("inter_node_gbit_per_s", "Inter-node bandwidth per GPU", "Gbit/s"),
         ("typical_mfu", "Typical MFU", "fraction"),
+        ("tdp_w", "Board power (TDP)", "W"),
+    ])
+    b.table(FX_TABLE, "Exchange rates: units of the plan's currency (at generation) per unit", [
+        ("id", "Currency", "text"), ("rate", "Rate", "rate"),
     ])
     b.table(ACTIVATION_TABLE, "Activation memory per layer, bytes per s·b·h (Korthikanti et al. 2022, Table 2)", [
         ("id", "Recomputation / sequence parallel", "text"),
@@ -204,15 +211,119 @@ def _inputs(b: ModelBuilder) -> _Inputs:
         "GB", minimum=0, optional=True, path="memory.activation_gb_per_microbatch",
         cite="blank: the Korthikanti formula on the Memory sheet")
 
-    b.input_section("Prices")
-    add("currency", "Currency of every amount", "ISO 4217 code", kind="text",
+    b.input_section("Currency")
+    add("currency", "Currency of every total", "ISO 4217 code", kind="text",
         path="prices.currency", codec="text", cite="default: US dollars",
-        help="Three letters (USD, CNY, EUR): every amount's label follows this cell.")
-    add("price_per_gpu_hour", "GPU rental", "currency/GPU-hour", minimum=0, path="prices.per_gpu_hour")
-    add("price_per_gb_month", "Storage", "currency/GB-month", minimum=0,
-        path="prices.storage_per_gb_month", cite="default: AWS S3 Standard list price, first 50 TB")
-    add("network_per_gpu_hour", "Network (0 = included in rental)", "currency/GPU-hour", minimum=0,
-        path="prices.network", codec="included_or_price", cite="default: included in the rental")
+        help="Three letters (USD, CNY, EUR): every total's label follows this cell; amounts in "
+             "other currencies convert through the FX table on the Catalog sheet.")
+
+    def money(name, label, unit, path, currency, **kw):
+        """An amount in the currency its companion input names, converted live into `currency`."""
+        add(name, label, unit, path=path, codec=kw.pop("codec", "money"), currency=currency, **kw)
+
+    def currency_of(name, label):
+        add(name, label, "ISO 4217 code", kind="text", codec="text",
+            help="The currency this amount is typed in; the FX table on the Catalog sheet converts it.")
+
+    b.input_section("GPU prices")
+    add("price_tier", "Price tier", "tier", kind="choice", choices=TIERS, path="prices.tier", codec="text",
+        cite="default: on demand",
+        help="on_demand: pay the hours used; reserved: pay the whole term; spot: a discount, with preemptions.")
+    currency_of("price_currency", "Currency of the GPU prices")
+    money("price_per_gpu_hour", "GPU price as quoted for the tier", "currency/GPU-hour",
+          "prices.per_gpu_hour", "price_currency", minimum=0,
+          help="Reserved: the committed rate; spot: the on-demand rate the discount applies to.")
+    money("on_demand_per_gpu_hour", "On-demand rate beyond a reservation (blank = the price above)",
+          "currency/GPU-hour", "prices.on_demand_per_gpu_hour", "price_currency", minimum=0,
+          optional=True, cite="blank: the price above")
+    add("reserved_term_months", "Reserved: term", "months", minimum=0, positive=True,
+        path="prices.reserved.term_months", cite="default: a 1-year commitment")
+    add("reserved_upfront_share", "Reserved: share paid up front", "fraction", kind="fraction",
+        minimum=0, maximum=1, path="prices.reserved.upfront_share", cite="default: nothing up front")
+    add("reserved_committed_gpus", "Reserved: GPUs committed (blank = the GPUs reserved, with spares)",
+        "GPUs", kind="integer", minimum=0, optional=True, path="prices.reserved.committed_gpus",
+        codec="int", cite="blank: the training GPUs and spare nodes (Memory sheet)")
+    add("spot_discount", "Spot: discount on the on-demand rate", "fraction", kind="fraction",
+        minimum=0, maximum=0.999, path="prices.spot.discount",
+        cite="default: CoreWeave's H100 spot rate is 60% below its on-demand rate "
+             "(catalogs/prices.yaml, 2026)")
+    add("spot_preemption_rate_per_gpu_hour", "Spot: preemptions per GPU-hour", "per GPU-hour",
+        minimum=0, path="prices.spot.preemption_rate_per_gpu_hour",
+        cite="default: AWS Spot Instance Advisor's highest band, over 20% of instances "
+             "interrupted a month, for an 8-GPU instance")
+    money("network_per_gpu_hour", "Network (0 = included in rental)", "currency/GPU-hour",
+          "prices.network", "price_currency", codec="included_or_price", minimum=0,
+          cite="default: included in the rental")
+
+    b.input_section("Other prices")
+    currency_of("storage_price_currency", "Currency of the storage price")
+    money("price_per_gb_month", "Storage", "currency/GB-month", "prices.storage_per_gb_month",
+          "storage_price_currency", minimum=0, cite="default: AWS S3 Standard list price, first 50 TB")
+    add("vat_rate", "VAT or sales tax on purchases (not payroll)", "fraction", kind="fraction",
+        minimum=0, maximum=1, path="prices.vat_rate", cite="default: none")
+    add("vat_recoverable", "VAT recoverable (shown outside the total)", "yes/no", kind="choice",
+        choices=YES_NO, path="prices.vat_recoverable", codec="yesno", cite="default: not recoverable")
+
+    b.input_section("Owned cluster (used when ownership is owned)")
+    add("ownership", "Ownership of the cluster", "mode", kind="choice", choices=OWNERSHIP,
+        path="ownership", codec="text", cite="default: rented",
+        help="rented: pay the provider; owned: amortised capital, energy and operations.")
+    currency_of("node_price_currency", "Currency of the node price")
+    money("node_price", "Purchase price per node, with its GPUs", "currency/node", "owned.node_price",
+          "node_price_currency", minimum=0, optional=True, cite="blank: no purchase price")
+    add("depreciation_years", "Depreciation life", "years", minimum=0, positive=True,
+        path="owned.depreciation_years")
+    add("cost_of_capital", "Cost of capital", "fraction/year", kind="fraction", minimum=0, maximum=1,
+        path="owned.cost_of_capital")
+    add("life_share_override", "Share of the cluster's life the project uses (blank = billed days ÷ life)",
+        "fraction", kind="fraction", minimum=0, maximum=1, positive=True, optional=True,
+        path="owned.life_share", cite="blank: the project's billed days ÷ the depreciation life")
+    currency_of("ops_currency", "Currency of the operations cost")
+    money("ops_per_node_month", "Operations per node-month (space, staff, support; not power)",
+          "currency/node-month", "owned.ops_per_node_month", "ops_currency", minimum=0)
+
+    b.input_section("Energy and carbon")
+    add("pue", "Power usage effectiveness (PUE)", "×", minimum=1, path="energy.pue")
+    add("grid_intensity", "Grid carbon intensity", "kg CO2e/kWh", minimum=0, path="energy.grid_intensity")
+    add("draw_training", "Power while training, share of the node's rated power", "fraction", kind="fraction",
+        minimum=0, maximum=2, path="energy.draw_training")
+    add("draw_idle", "Power while reserved but idle, share of rated power", "fraction", kind="fraction",
+        minimum=0, maximum=1, path="energy.draw_idle")
+    add("node_overhead_kw", "Node power besides the GPUs (CPUs, network, fans)", "kW/node", minimum=0,
+        path="energy.node_overhead_kw")
+    currency_of("electricity_currency", "Currency of the electricity price")
+    money("electricity_per_kwh", "Electricity (owned clusters pay it; rental includes it)",
+          "currency/kWh", "energy.electricity_per_kwh", "electricity_currency", minimum=0)
+
+    b.input_section("Runs besides the main one")
+    add("validation_model_params", "Validation model (capped at the model itself)", "parameters",
+        minimum=1, path="runs.validation_params", codec="count",
+        cite="default: seed 002's largest validation model, 7B (weeks 3-4: 1-7B)")
+    add("validation_tokens", "Validation tokens", "tokens", minimum=0, path="runs.validation_tokens",
+        codec="count", cite="default: assumption; seed 002 sizes the model, not its tokens: 100B fit "
+                            "its 2 weeks on 16 H100")
+    add("scaling_model_params", "Scaling-run model (capped at the model itself)", "parameters",
+        minimum=1, path="runs.scaling_params", codec="count",
+        cite="default: seed 002's largest scaling model, 70B (weeks 5-8: 30-70B)")
+    add("scaling_tokens", "Scaling-run tokens", "tokens", minimum=0, path="runs.scaling_tokens",
+        codec="count", cite="default: assumption; 200B tokens of 70B fit seed 002's 4 weeks on 128 H100")
+    add("rollbacks", "Rollbacks to an earlier checkpoint (loss spikes, bad data)", "rollbacks",
+        minimum=0, path="runs.rollbacks",
+        cite="default: PaLM 540B saw about 20 loss spikes, each restarted from an earlier checkpoint "
+             "(Chowdhery et al. 2022, section 5.1); seed 000 section 4")
+    add("rollback_steps", "Steps retrained per rollback", "steps", minimum=0, path="runs.rollback_steps",
+        cite="default: PaLM restarted about 100 steps before each spike (Chowdhery et al. 2022)")
+    add("post_training_tokens", "Post-training (SFT, preference tuning)", "tokens", minimum=0,
+        path="runs.post_training_tokens", codec="count",
+        cite="default: assumption after DeepSeek-V3, whose post-training took 5K of 2,788K H800 "
+             "GPU-hours, about 30B tokens' worth at its 37B active parameters")
+    add("serving_gpus", "Serving after training: GPUs", "GPUs", kind="integer", minimum=0,
+        path="runs.serving_gpus", codec="int", cite="default: no serving in this budget")
+    add("serving_months", "Serving: months", "months", minimum=0, path="runs.serving_months",
+        cite="default: no serving in this budget")
+    money("serving_per_gpu_hour", "Serving rate (blank = the compute rate)", "currency/GPU-hour",
+          "runs.serving_per_gpu_hour", "price_currency", minimum=0, optional=True,
+          cite="blank: the rate extra compute pays (Cost sheet)")
 
     b.input_section("Data and storage")
     add("raw_bytes_per_token", "Raw text per token", "bytes", minimum=0,
@@ -294,12 +405,14 @@ def _inputs(b: ModelBuilder) -> _Inputs:
     add("tokens_per_param_high", "Most tokens per parameter before a warning", "tokens/parameter",
         minimum=0, path="plausibility.tokens_per_param_high",
         cite="default: Llama 3 8B trained on ~1,900 tokens per parameter (Llama Team 2024)")
+    add("plausibility_currency", "Currency of the cost band below", "ISO 4217 code", kind="text",
+        codec="text", help="The band converts through the FX table on the Catalog sheet.")
     add("cost_per_gpu_hour_low", "Lowest plausible all-in cost per training GPU-hour",
-        "currency/GPU-hour", minimum=0, path="plausibility.cost_per_gpu_hour_low",
-        cite="default: assumption for prices in dollars; set it for other currencies")
+        "currency/GPU-hour", minimum=0, path="plausibility.cost_per_gpu_hour_low", codec="money",
+        currency="plausibility_currency", cite="default: assumption, in US dollars")
     add("cost_per_gpu_hour_high", "Highest plausible all-in cost per training GPU-hour",
-        "currency/GPU-hour", minimum=0, path="plausibility.cost_per_gpu_hour_high",
-        cite="default: assumption for prices in dollars; set it for other currencies")
+        "currency/GPU-hour", minimum=0, path="plausibility.cost_per_gpu_hour_high", codec="money",
+        currency="plausibility_currency", cite="default: assumption, in US dollars")
     add("params_tolerance", "Parameter count may differ from the shape's by", "fraction",
         kind="fraction", minimum=0, maximum=1, path="plausibility.params_tolerance",
         cite="default: assumption; presets publish rounded counts within a few percent")
@@ -317,10 +430,12 @@ def _inputs(b: ModelBuilder) -> _Inputs:
                 if spread == "points" else f"default: × {value:g}; {cite}")
 
     b.input_section("Staffing")
+    add("staff_currency", "Currency of the staffing table", "ISO 4217 code", kind="text", codec="text",
+        help="The monthly costs below are in this currency; the FX table converts them.")
     add("staff_role", "Role", "text", kind="range_text", path="staffing[].role", codec="text")
     add("staff_headcount", "Headcount", "people", kind="range", minimum=0, path="staffing[].headcount")
     add("staff_monthly_cost", "Monthly cost per person", "currency/month", kind="range", minimum=0,
-        path="staffing[].monthly_cost")
+        path="staffing[].monthly_cost", currency="staff_currency")
     add("staff_months", "Months (blank = the project's length)", "months", kind="range", minimum=0,
         path="staffing[].months")
 
@@ -578,8 +693,12 @@ def _schedule(b: ModelBuilder, i: _Inputs) -> None:
               i.checkpoints_kept * full))
 
     b.section("Failures and checkpoints (Young 1974, Daly 2006)")
+    rate = b.item("interruption_rate_total", "Interruptions per GPU-hour, spot preemptions included",
+                  "per GPU-hour", i.interruption_rate_per_gpu_hour
+                  + IF(AND(i.price_tier.eq("spot"), i.ownership.eq("rented")), i.spot_preemption_rate_per_gpu_hour, 0),
+                  "Failures, plus preemptions when renting spot capacity")
     mtbi = b.item("job_mtbi_hours", "Mean time between interruptions of the job", "hours",
-                  1 / (i.interruption_rate_per_gpu_hour * i.gpu_count),
+                  1 / (rate * i.gpu_count),
                   "The per-GPU rate × GPUs: Llama 3 saw one about every 3 hours on 16,384 GPUs")
     write = b.item("checkpoint_write_hours", "Time to write a checkpoint (δ)", "hours",
                    full / i.storage_write_gb_per_s / 3600)
@@ -603,12 +722,17 @@ def _schedule(b: ModelBuilder, i: _Inputs) -> None:
                        r("train_days") * (1 + ckpt) / (1 - lost),
                        "Wall = T(1 + δ/τ) + (Wall/M)(τ/2 + R), solved for Wall")
     b.item("expected_interruptions", "Expected interruptions", "interruptions", stretched * 24 / mtbi)
+    rb_tokens = b.item("rollback_tokens", "Tokens retrained after rollbacks (loss spikes, bad data)", "tokens",
+                       i.rollbacks * i.rollback_steps * r("global_batch_tokens"),
+                       "Rollbacks × steps retrained × tokens per step (seed 000 section 4)")
+    b.item("rollback_days", "Days retraining after rollbacks", "days", r("train_days") * rb_tokens / i.train_tokens,
+           "Priced as the rollback allowance on the Cost sheet; the Timeline's training phase includes them")
     loss = b.item("failure_loss_days", "Days lost to failures and checkpointing", "days",
                   stretched - r("train_days"))
     b.item("gpu_hours_lost", "GPU-hours lost", "GPU-h", loss * 24 * i.gpu_count)
     b.item("goodput", "Goodput (useful share of training wall-clock)", "fraction", r("train_days") / stretched)
     b.item("gpu_failure_probability", "Chance a given GPU is interrupted during the run", "fraction",
-           1 - EXP(0 - i.interruption_rate_per_gpu_hour * stretched * 24),
+           1 - EXP(0 - rate * stretched * 24),
            "Seed 002: 512 GPUs for 5 months, 10-15%")
 
     b.section("Data loading (seed 000 section 5)")
@@ -625,7 +749,7 @@ def _schedule(b: ModelBuilder, i: _Inputs) -> None:
     b.item("non_training_margin", "Non-training time on top of training", "fraction of training",
            non_training / r("train_days"), "Seed 000 step 5: budget 10-30% on top")
     b.item("run_days", "Run: queue to end of evaluation", "days",
-           i.queue_days + i.setup_days + transfer + stretched + evaluation)
+           i.queue_days + i.setup_days + transfer + stretched + r("rollback_days") + evaluation)
     b.item("billed_days", "Billed: setup to end of evaluation (no queue)", "days",
            i.setup_days + transfer + stretched + evaluation,
            "The reservation runs from setup; the queue is not billed")
@@ -637,8 +761,9 @@ def _timeline(b: ModelBuilder, i: _Inputs) -> None:
     phases = [("data_prep", "Data preparation", i.data_prep_weeks * 7),
               ("validation", "Small-scale validation", i.validation_weeks * 7),
               ("scaling", "Mid-scale scaling", i.scaling_weeks * 7),
-              ("training", "Full training (queue, setup, transfer, training)",
-               i.queue_days + i.setup_days + r("transfer_days") + r("stretched_training_days")),
+              ("training", "Full training (queue, setup, transfer, training, rollbacks)",
+               i.queue_days + i.setup_days + r("transfer_days") + r("stretched_training_days")
+               + r("rollback_days")),
               ("evaluation", "Evaluation and fine-tuning", r("evaluation_days")),
               ("deployment", "Deployment", i.deployment_weeks * 7)]
     previous = i.start_date
@@ -653,23 +778,160 @@ def _timeline(b: ModelBuilder, i: _Inputs) -> None:
            "What staffing and storage last when their months are left blank")
 
 
+# The lines of the subtotal, in the order the Cost sheet, the Summary, the reports and the
+# Cashflow sheet show them; what the total adds after them; and the memo lines beside them.
+COST_LINES = ("cluster_cost", "experiment_cost", "rollback_cost", "post_training_cost", "serving_cost",
+              "network_cost", "storage_cost", "staffing_cost")
+AFTER_SUBTOTAL = ("buffer_cost", "vat_in_total")
+MEMO_LINES = ("rental_cost", "rental_gap_cost", "billed_rental_cost", "reserved_unused_cost",
+              "energy_cost_equivalent", "vat_recoverable_memo")
+
+
+def _fx(currency_input: str) -> Expr:
+    """Units of the plan's currency per unit of the currency `currency_input` names: both rates
+    from the FX table, so the table may be quoted against any one currency."""
+    return (Lookup(FX_TABLE, "rate", Ref(currency_input))
+            / Lookup(FX_TABLE, "rate", Ref("currency")))
+
+
 def _cost(b: ModelBuilder, i: _Inputs) -> None:
     r = Ref
-    b.sheet("Cost", "GPU rental")
-    pure = b.item("rental_cost", "GPU rental, pure training (seed 002 arithmetic)", "currency",
-                  r("gpu_hours") * i.price_per_gpu_hour, "GPU-hours × price per GPU-hour")
+    b.sheet("Cost", "Exchange rates (the FX table on the Catalog sheet)")
+    fx = {}
+    for name, currency, label in (("fx_gpu", "price_currency", "GPU prices"),
+                                  ("fx_storage", "storage_price_currency", "Storage price"),
+                                  ("fx_node", "node_price_currency", "Node price"),
+                                  ("fx_ops", "ops_currency", "Operations cost"),
+                                  ("fx_electricity", "electricity_currency", "Electricity price"),
+                                  ("fx_staff", "staff_currency", "Staffing table"),
+                                  ("fx_plausibility", "plausibility_currency", "Plausibility band")):
+        fx[name] = b.item(name, f"{label}: units of the plan's currency per unit", "×", _fx(currency),
+                          "Rate of the amount's currency ÷ rate of the plan's currency")
+
+    b.section("GPU rates")
+    gpu_rate = b.item("gpu_rate", "GPU price as quoted, converted", "currency/GPU-hour",
+                      i.price_per_gpu_hour * fx["fx_gpu"])
+    on_demand = b.item("on_demand_rate", "On-demand rate", "currency/GPU-hour",
+                       IF(ISNUMBER(i.on_demand_per_gpu_hour), i.on_demand_per_gpu_hour * fx["fx_gpu"], gpu_rate),
+                       "What GPU-hours beyond a reservation cost")
+    spot = i.price_tier.eq("spot")
+    reserved = i.price_tier.eq("reserved")
+    tier_rate = b.item("tier_rate", "Rate paid per GPU-hour for the tier", "currency/GPU-hour",
+                       IF(spot, gpu_rate * (1 - i.spot_discount), gpu_rate),
+                       "Spot: the quoted rate less the spot discount")
+
+    b.section("GPU rental")
+    b.item("rental_cost", "GPU rental, pure training (seed 002 arithmetic)", "currency",
+           r("gpu_hours") * tier_rate, "GPU-hours × the tier's rate")
     billed_h = b.item("billed_gpu_hours", "GPU-hours billed: reserved GPUs × billed days", "GPU-h",
                       r("reserved_gpus") * r("billed_days") * 24,
                       "Training nodes and spares, from setup to the end of evaluation")
-    rental = b.item("billed_rental_cost", "GPU rental, billed", "currency", billed_h * i.price_per_gpu_hour)
-    b.item("rental_gap_cost", "Billed minus pure-training rental", "currency", rental - pure,
+    committed = b.item("committed_gpus", "Reserved: GPUs committed", "GPUs",
+                       IF(ISNUMBER(i.reserved_committed_gpus), i.reserved_committed_gpus, r("reserved_gpus")))
+    term_h = b.item("reserved_term_hours", "Reserved: hours in the term", "hours",
+                    i.reserved_term_months * 365 / 12 * 24)
+    committed_h = b.item("committed_gpu_hours", "Reserved: GPU-hours committed", "GPU-h",
+                         IF(reserved, committed * term_h, 0), "Billed whatever the run uses")
+    used_h = b.item("committed_gpu_hours_used", "Reserved: committed GPU-hours the run uses", "GPU-h",
+                    IF(reserved, MIN(r("reserved_gpus"), committed) * MIN(r("billed_days") * 24, term_h), 0))
+    over_h = b.item("on_demand_gpu_hours", "GPU-hours beyond the commitment, at the on-demand rate", "GPU-h",
+                    IF(reserved, billed_h - used_h, 0),
+                    "More GPUs than committed, or a run longer than the term")
+    b.item("reserved_unused_share", "Reserved: share of the commitment left unused", "fraction",
+           IF(committed_h > 0, 1 - used_h / committed_h, 0))
+    rental = b.item("billed_rental_cost", "GPU rental, billed", "currency",
+                    IF(reserved, committed_h * tier_rate + over_h * on_demand, billed_h * tier_rate),
+                    "Reserved: the whole commitment plus on-demand hours beyond it")
+    b.item("reserved_unused_cost", "Reserved: paid for but unused", "currency",
+           (committed_h - used_h) * tier_rate, "Inside the billed rental")
+    b.item("reserved_upfront_cost", "Reserved: paid up front at the start of the term", "currency",
+           committed_h * tier_rate * i.reserved_upfront_share)
+
+    b.section("Energy and carbon")
+    tdp_kw = b.item("gpu_power_kw", "GPU board power (TDP)", "kW",
+                    IF(ISNUMBER(_acc("tdp_w")), _acc("tdp_w") / 1000, 0),
+                    "Catalog; 0 when the catalog row has no power (a warning says so)")
+    node_kw = b.item("node_power_kw", "Rated power of a node: GPUs × TDP + the node's own", "kW",
+                     r("gpus_per_node") * tdp_kw + i.node_overhead_kw)
+    slot = node_kw / r("gpus_per_node")
+    per_h = b.item("training_kwh_per_gpu_hour", "Energy per GPU-hour training, PUE included", "kWh",
+                   slot * i.draw_training * i.pue, "A GPU's share of the node's power × draw × PUE")
+    idle_per_h = b.item("idle_kwh_per_gpu_hour", "Energy per GPU-hour reserved but idle, PUE included", "kWh",
+                        slot * i.draw_idle * i.pue)
+    wall_h = b.item("training_gpu_hours_wall", "GPU-hours training, failures included", "GPU-h",
+                    i.gpu_count * r("stretched_training_days") * 24)
+    idle_h = b.item("idle_gpu_hours", "GPU-hours reserved but idle (spares, setup, evaluation)", "GPU-h",
+                    MAX(0, billed_h - wall_h))
+    nodes = b.item("cluster_nodes", "Nodes of the cluster, spares included", "nodes",
+                   r("reserved_gpus") / r("gpus_per_node"))
+    cluster_mwh = b.item("cluster_energy_mwh", "Energy of the cluster over the billed days", "MWh",
+                         (wall_h * per_h + idle_h * idle_per_h) / 1000)
+    flops_per_gpu_h = b.item("flops_per_gpu_hour", "Training FLOPs per GPU-hour at the effective throughput",
+                             "FLOP", r("effective_tflops") * i.flops_per_tflop * 3600,
+                             "The main run's rate serves the runs below")
+
+    b.section("Runs besides the main one (seed 002 weeks 3-8; seed 000 section 4)")
+    val_n = b.item("validation_params", "Validation model, at most the model itself", "parameters",
+                   MIN(i.validation_model_params, r("model_params")))
+    val_h = b.item("validation_gpu_hours", "Validation runs: 6 · N · D", "GPU-h",
+                   i.flops_per_param_token * val_n * i.validation_tokens / flops_per_gpu_h)
+    sca_n = b.item("scaling_params", "Scaling-run model, at most the model itself", "parameters",
+                   MIN(i.scaling_model_params, r("model_params")))
+    sca_h = b.item("scaling_gpu_hours", "Scaling runs: 6 · N · D", "GPU-h",
+                   i.flops_per_param_token * sca_n * i.scaling_tokens / flops_per_gpu_h)
+    exp_h = b.item("experiment_gpu_hours", "Validation and scaling runs", "GPU-h", val_h + sca_h)
+    rb_h = b.item("rollback_gpu_hours", "Rollbacks: 6 · N · tokens retrained", "GPU-h",
+                  i.flops_per_param_token * r("model_params") * r("rollback_tokens") / flops_per_gpu_h)
+    post_h = b.item("post_training_gpu_hours", "Post-training: 6 · N · tokens", "GPU-h",
+                    i.flops_per_param_token * r("model_params") * i.post_training_tokens / flops_per_gpu_h)
+    extra_h = b.item("extra_gpu_hours", "GPU-hours besides the main run", "GPU-h", exp_h + rb_h + post_h)
+    extra_mwh = b.item("extra_energy_mwh", "Energy of those runs", "MWh", extra_h * per_h / 1000)
+    energy = b.item("energy_mwh", "Energy, training and its runs (serving not included)", "MWh",
+                    cluster_mwh + extra_mwh, "What the approval package and the model card report")
+    b.item("co2_tonnes", "Emissions (location-based)", "t CO2e", energy * i.grid_intensity,
+           "Energy × the grid's intensity: kg per kWh is tonnes per MWh")
+    power = b.item("electricity_rate", "Electricity, converted", "currency/kWh",
+                   i.electricity_per_kwh * fx["fx_electricity"])
+    b.item("energy_cost_equivalent", "Electricity for that energy", "currency", energy * 1000 * power,
+           "Owned clusters pay it (below); a rental price includes it")
+
+    b.section("Owned cluster (charged when ownership is owned)")
+    owned = i.ownership.eq("owned")
+    years, rate = i.depreciation_years, i.cost_of_capital
+    crf = b.item("capital_recovery_factor", "Capital recovery factor r ÷ (1 − (1 + r)^−n)", "per year",
+                 IF(rate > 0, rate / (1 - EXP(0 - years * LN(1 + rate))), 1 / years),
+                 "The yearly payment that repays the price with interest over the life")
+    share = b.item("life_share", "Share of the cluster's life the project uses", "fraction",
+                   IF(ISNUMBER(i.life_share_override), i.life_share_override,
+                      MIN(1, r("billed_days") / (years * 365))))
+    capital = b.item("capital_cost", "Amortised capital", "currency",
+                     IF(ISNUMBER(i.node_price), nodes * i.node_price * fx["fx_node"] * crf * years * share, 0),
+                     "Nodes × price × yearly payment × life × share used")
+    owned_energy = b.item("owned_energy_cost", "Electricity", "currency", cluster_mwh * 1000 * power)
+    ops = b.item("owned_ops_cost", "Operations", "currency",
+                 nodes * i.ops_per_node_month * fx["fx_ops"] * r("billed_days") * 12 / 365)
+    owned_cost = b.item("owned_cost", "Owned cluster: capital + electricity + operations", "currency",
+                        capital + owned_energy + ops)
+    b.item("owned_rate_per_gpu_hour", "Owned cost per GPU-hour", "currency/GPU-hour", owned_cost / billed_h)
+
+    b.section("Compute")
+    cluster = b.item("cluster_cost", "Cluster: rented or owned", "currency", IF(owned, owned_cost, rental),
+                     "Ownership owned: the owned lines above; rented: the billed rental")
+    compute_rate = b.item("compute_rate", "Rate for the runs besides the main one", "currency/GPU-hour",
+                          IF(owned, r("owned_rate_per_gpu_hour"), IF(reserved, on_demand, tier_rate)),
+                          "Owned: the cluster's cost per GPU-hour; reserved: on demand, outside the commitment")
+    b.item("rental_gap_cost", "Billed minus pure-training rental", "currency", rental - r("rental_cost"),
            "What the seed's arithmetic leaves out: setup, transfer, failures, evaluation, spares")
-    exp_h = b.item("experiment_gpu_hours", "Validation and scaling runs", "GPU-h",
-                   (i.validation_gpus * i.validation_weeks + i.scaling_gpus * i.scaling_weeks) * 7 * 24)
-    experiments = b.item("experiment_cost", "Validation and scaling runs", "currency",
-                         exp_h * i.price_per_gpu_hour, "Seed 002 weeks 3-8: 8-16, then 64-128 GPUs")
+    experiments = b.item("experiment_cost", "Validation and scaling runs", "currency", exp_h * compute_rate,
+                         "Sized by the models and tokens they train, not by GPU-weeks")
+    rollback = b.item("rollback_cost", "Rollback allowance", "currency", rb_h * compute_rate,
+                      "Expected rollbacks × tokens retrained")
+    post = b.item("post_training_cost", "Post-training (SFT, preference tuning)", "currency", post_h * compute_rate)
+    serving = b.item("serving_cost", "Serving after training", "currency",
+                     i.serving_gpus * i.serving_months * 365 / 12 * 24
+                     * IF(ISNUMBER(i.serving_per_gpu_hour), i.serving_per_gpu_hour * fx["fx_gpu"], compute_rate))
     network = b.item("network_cost", "Network", "currency",
-                     (billed_h + exp_h) * i.network_per_gpu_hour,
+                     (billed_h + extra_h) * i.network_per_gpu_hour * fx["fx_gpu"],
                      "Zero when the interconnect is included in the rental price")
 
     b.section("Storage")
@@ -678,7 +940,7 @@ def _cost(b: ModelBuilder, i: _Inputs) -> None:
                     "The input, else the project's length (Timeline)")
     gbm = b.item("storage_gb_months", "Storage held", "GB-months",
                  (r("dataset_gb") + r("checkpoint_storage_gb")) * months)
-    storage = b.item("storage_cost", "Storage", "currency", gbm * i.price_per_gb_month)
+    storage = b.item("storage_cost", "Storage", "currency", gbm * i.price_per_gb_month * fx["fx_storage"])
 
     b.section("Staffing")
     blank_months = Blanks(i.staff_months)
@@ -689,20 +951,39 @@ def _cost(b: ModelBuilder, i: _Inputs) -> None:
     staffing = b.item("staffing_cost", "Staffing", "currency",
                       (SUMPRODUCT(i.staff_headcount, i.staff_monthly_cost, i.staff_months)
                        + SUMPRODUCT(i.staff_headcount, i.staff_monthly_cost, blank_months)
-                       * r("project_months")) * i.staffing_factor,
+                       * r("project_months")) * i.staffing_factor * fx["fx_staff"],
                       "Σ headcount × monthly cost × months over the roles on Inputs (blank months "
                       "= the project's length), × the staffing factor (1 unless a what-if)")
 
     b.section("Total")
     subtotal = b.item("subtotal_cost", "Subtotal", "currency",
-                      rental + experiments + network + storage + staffing, "Billed rental, not pure")
+                      cluster + experiments + rollback + post + serving + network + storage + staffing,
+                      "Billed rental (or the owned cluster), not pure")
     buffer = b.item("buffer_cost", "Contingency buffer", "currency", subtotal * i.buffer_rate,
-                    "Seed 002 section 8: keep at least 20% for reruns and surprises")
-    total = b.item("total_cost", "Total", "currency", subtotal + buffer)
+                    "Seed 002 section 8: what it still covers is what no line above names: reruns "
+                    "beyond the expected rollbacks, price changes, surprises")
+    vat = b.item("vat_cost", "VAT or sales tax on purchases and their buffer", "currency",
+                 (subtotal - staffing) * (1 + i.buffer_rate) * i.vat_rate, "Payroll carries none")
+    vat_in = b.item("vat_in_total", "VAT or sales tax", "currency", IF(i.vat_recoverable.eq("yes"), 0, vat),
+                    "Recoverable VAT is a memo line outside the total")
+    b.item("vat_recoverable_memo", "VAT recoverable (outside the total)", "currency",
+           IF(i.vat_recoverable.eq("yes"), vat, 0))
+    total = b.item("total_cost", "Total", "currency", subtotal + buffer + vat_in)
     b.item("cost_per_gpu_hour_all_in", "All-in cost per training GPU-hour", "currency/GPU-h",
            total / r("gpu_hours"))
-    b.item("rental_share", "GPU rental share of the subtotal", "fraction",
-           IF(subtotal > 0, (rental + experiments) / subtotal, 0),
+    b.section("When the money is spent (Cashflow sheet)")
+    res_start = b.item("reservation_start", "Cluster reserved from (setup starts)", "date",
+                       r("training_start") + i.queue_days)
+    held = MAX(r("project_months"), months, i.staff_months)   # blank staff months: the project's
+    end = b.item("spend_end", "Last day of spending", "date",
+                 MAX(r("project_end"), i.start_date + held * 365 / 12,
+                     res_start + IF(AND(reserved, NOT(owned)), i.reserved_term_months * 365 / 12, 0),
+                     r("deployment_start") + i.serving_months * 365 / 12),
+                 "The project, storage and staff, a reservation's whole term, serving")
+    b.item("spend_months", "Months of spending from the project start", "months",
+           (end - i.start_date) * 12 / 365)
+    b.item("rental_share", "Compute share of the subtotal", "fraction",
+           IF(subtotal > 0, (cluster + experiments + rollback + post) / subtotal, 0),
            "Seed 002: compute is usually over 70% of the budget")
 
 
@@ -765,11 +1046,12 @@ def _checks(b: ModelBuilder, i: _Inputs) -> None:
             "Raise the storage read bandwidth, shard and prefetch (seed 000 section 5)",
             detail=words("Training reads ", ROUND(r("data_read_gb_per_s"), 2), " GB/s, storage gives ",
                          i.storage_read_gb_per_s))
-    b.check("check_meets_deadline", "Pure training fits the deadline (failures add to it: Schedule)",
-            OR(NOT(ISNUMBER(i.deadline_days)), r("train_days") <= i.deadline_days),
-            "Add GPUs (see deadline_gpus on Compute) or move the deadline",
-            detail=words("Training takes ", gb(r("train_days")), " days, the deadline is ",
-                         i.deadline_days))
+    b.check("check_meets_deadline", "Training fits the deadline, failures and preemptions included",
+            OR(NOT(ISNUMBER(i.deadline_days)), r("stretched_training_days") <= i.deadline_days),
+            "Add GPUs (see deadline_gpus on Compute), restart faster, avoid spot capacity or move "
+            "the deadline",
+            detail=words("Training takes ", gb(r("stretched_training_days")),
+                         " days with failures and preemptions, the deadline is ", i.deadline_days))
     b.check("check_deadline_gpus", "GPU count at least what the deadline needs",
             OR(NOT(ISNUMBER(i.deadline_days)), i.gpu_count >= r("deadline_gpus")),
             "Raise gpu_count to deadline_gpus (Compute) or regenerate with the planner",
@@ -777,11 +1059,19 @@ def _checks(b: ModelBuilder, i: _Inputs) -> None:
 
     b.section("Arithmetic")
     b.check("check_costs_add_up", "Cost lines add up to the total",
-            ABS(r("total_cost") - SUM(r("billed_rental_cost"), r("experiment_cost"), r("network_cost"),
-                                      r("storage_cost"), r("staffing_cost"))
-                * (1 + i.buffer_rate)) <= r("total_cost") / 1000 / 1000 / 1000,
+            ABS(r("total_cost") - SUM(*(r(n) for n in COST_LINES)) * (1 + i.buffer_rate)
+                - r("vat_in_total")) <= r("total_cost") / 1000 / 1000 / 1000,
             "A cost cell was overwritten: restore its formula",
             detail=words("The cost lines do not add up to the total: a cost cell was overwritten"))
+    b.check("check_owned_priced", "An owned cluster has a purchase price",
+            OR(i.ownership.eq("rented"), ISNUMBER(i.node_price)),
+            "Type the purchase price per node on Inputs (Owned cluster)",
+            detail=words("The cluster is owned but has no purchase price per node"))
+    b.check("check_fx_rates", "Every amount's currency has an exchange rate",
+            AND(*(ISNUMBER(r(n)) for n in ("fx_gpu", "fx_storage", "fx_node", "fx_ops", "fx_electricity",
+                                            "fx_staff", "fx_plausibility"))),
+            "Add the currency to the FX table on the Catalog sheet (units of the plan's currency per unit)",
+            detail=words("A currency on Inputs has no rate in the FX table (Catalog sheet) into ", i.currency))
     b.check("check_outputs_computable", "The headline figures are numbers",
             AND(ISNUMBER(r("total_cost")), ISNUMBER(r("train_days")), ISNUMBER(r("gpu_hours")),
                 ISNUMBER(r("memory_per_gpu_gb")), ISNUMBER(r("project_end")), ISNUMBER(i.gpu_count)),
@@ -808,12 +1098,10 @@ def _checks(b: ModelBuilder, i: _Inputs) -> None:
             "Regenerate the workbook to widen the Timeline grid",
             detail=words("The project runs ", ROUND(r("project_weeks"), 0),
                          " weeks, the Timeline grid shows ", COLUMNS(i.timeline_week_cells)))
-    held = MAX(r("project_months"), r("storage_months_used"), i.staff_months)   # blank months: the project
     b.check("check_cashflow_fits", "The Cashflow months cover the project",
-            MAX(r("project_end"), i.start_date + held * 365 / 12)
-            <= DATE(YEAR(i.start_date), MONTH(i.start_date) + COLUMNS(i.cashflow_month_cells), 1),
+            r("spend_end") <= DATE(YEAR(i.start_date), MONTH(i.start_date) + COLUMNS(i.cashflow_month_cells), 1),
             "Regenerate the workbook to widen the Cashflow sheet",
-            detail=words("The project, its storage and staffing run ", ROUND(held, 1),
+            detail=words("Spending runs ", ROUND(r("spend_months"), 1),
                          " months, the Cashflow sheet shows ", COLUMNS(i.cashflow_month_cells)))
 
     checks = [r(c.name) for c in b.model.checks()]
@@ -846,17 +1134,32 @@ def _checks(b: ModelBuilder, i: _Inputs) -> None:
     b.warning("warn_full_node", "At least one full node", i.gpu_count >= r("gpus_per_node"),
               "Use whole nodes", detail=words("Fewer GPUs than one node: ", i.gpu_count, " GPUs"))
     b.warning("warn_cost_per_gpu_hour", "All-in cost per GPU-hour in a plausible band",
-              AND(r("cost_per_gpu_hour_all_in") >= i.cost_per_gpu_hour_low,
-                  r("cost_per_gpu_hour_all_in") <= i.cost_per_gpu_hour_high),
+              AND(r("cost_per_gpu_hour_all_in") >= i.cost_per_gpu_hour_low * r("fx_plausibility"),
+                  r("cost_per_gpu_hour_all_in") <= i.cost_per_gpu_hour_high * r("fx_plausibility")),
               "Check the prices (and the band on Inputs, for other currencies)",
               detail=words("All-in cost per GPU-hour ", ROUND(r("cost_per_gpu_hour_all_in"), 2),
-                           " is outside ", i.cost_per_gpu_hour_low, "-", i.cost_per_gpu_hour_high))
+                           " is outside ", ROUND(i.cost_per_gpu_hour_low * r("fx_plausibility"), 2), "-",
+                           ROUND(i.cost_per_gpu_hour_high * r("fx_plausibility"), 2)))
     b.warning("warn_params_match_shape", "Parameter count matches the shape",
               ABS(r("model_params") / r("params_from_shape") - 1) <= i.params_tolerance,
               "Blank the parameter override so the count follows the shape",
               detail=words("Parameters ", ROUND(r("model_params") / 1000 / 1000 / 1000, 1),
                            "B differ from the shape's ",
                            ROUND(r("params_from_shape") / 1000 / 1000 / 1000, 1), "B"))
+    def fits(gpu_hours, gpus, weeks):
+        return OR(gpu_hours <= 0, AND(gpus > 0, gpu_hours / IF(gpus > 0, gpus, 1) / 24 <= weeks * 7))
+    b.warning("warn_experiments_fit", "Validation and scaling runs fit their weeks on their GPUs",
+              AND(fits(r("validation_gpu_hours"), i.validation_gpus, i.validation_weeks),
+                  fits(r("scaling_gpu_hours"), i.scaling_gpus, i.scaling_weeks)),
+              "Give the runs more GPUs or weeks (Schedule inputs), or train them on fewer tokens",
+              detail=words("The runs take ", ROUND(r("validation_gpu_hours") / MAX(1, i.validation_gpus) / 24, 1),
+                           " and ", ROUND(r("scaling_gpu_hours") / MAX(1, i.scaling_gpus) / 24, 1),
+                           " days on their GPUs; the Timeline gives them ", i.validation_weeks * 7, " and ",
+                           i.scaling_weeks * 7))
+    b.warning("warn_power_known", "The accelerator's power is in the catalog", r("gpu_power_kw") > 0,
+              "Type the board power (W) in the accelerator's row on the Catalog sheet",
+              detail=words("No board power for ", r("accelerator_name"),
+                           " in the catalog: energy and carbon count only the nodes' own power"))
     warnings = [r(w.name) for w in b.model.warnings()]
     total = SUM(*warnings)
     b.item("warning_count", "Warnings (do not block)", "checks", IF(ISERROR(total), 1, total))

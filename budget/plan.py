@@ -16,9 +16,9 @@ from .catalog import Catalog
 from .errors import Problem as _Problem, ScenarioError
 from .layout import (LAYOUT_INPUTS, layout_domains, Candidate, Evaluator, Layout, NoLayoutFits, SearchResult, Space,
                      first_count_that_fits, search, smallest_count_for_deadline)
-from .bind import InputValue, bind, excel_serial, from_serial, schema_paths  # noqa: F401 - re-exported
+from .bind import fx_rows, InputValue, bind, excel_serial, from_serial, schema_paths  # noqa: F401 - re-exported
 from .lineitems import Model
-from .model import ACCELERATOR_TABLE, ACTIVATION_TABLE, SEARCH_INPUTS, SEARCH_ITEMS, build_model
+from .model import ACCELERATOR_TABLE, ACTIVATION_TABLE, FX_TABLE, SEARCH_INPUTS, SEARCH_ITEMS, build_model
 from .scenario import Scenario, resolved_shape
 
 
@@ -117,10 +117,11 @@ def accelerator_table(catalog: Catalog, scenario: Scenario | None = None) -> Tab
         row = {"id": acc.id, "name": acc.name, "vendor": acc.vendor}
         cites = []
         for col in ("peak_bf16_tflops", "hbm_gb", "gpus_per_node", "intra_node_gb_per_s",
-                    "inter_node_gbit_per_s", "typical_mfu"):
+                    "inter_node_gbit_per_s", "typical_mfu", "tdp_w"):
             fig = getattr(acc, col)
-            row[col] = float(fig.value)
-            cites.append(fig.cite())
+            row[col] = None if fig is None else float(fig.value)
+            if fig is not None:
+                cites.append(fig.cite())
         if scenario and scenario.hardware.peak_tflops and acc.id == scenario.hardware.accelerator:
             row["peak_bf16_tflops"] = float(scenario.hardware.peak_tflops)
             cites[0] = (f"peak overridden by the scenario (hardware.peak_tflops); "
@@ -149,7 +150,8 @@ def build_plan(s: Scenario, catalog: Catalog, scenario_id: str = "scenario",
     catalog = catalog.with_accelerators(s.catalog.accelerators)
     model = build_model()
     inputs = bind(model, s, catalog, file)
-    tables = {ACCELERATOR_TABLE: accelerator_table(catalog, s), ACTIVATION_TABLE: activation_table()}
+    tables = {ACCELERATOR_TABLE: accelerator_table(catalog, s), ACTIVATION_TABLE: activation_table(),
+              FX_TABLE: TableData(*fx_rows(s, catalog))}
     lookups = {name: t.lookup() for name, t in tables.items()}
     inputs.update(_structure(inputs, weeks=0))
     try:
@@ -165,8 +167,7 @@ def build_plan(s: Scenario, catalog: Catalog, scenario_id: str = "scenario",
     # the checks compare the live cells with these.
     weeks = min(max(TIMELINE_MIN_WEEKS, 2 * math.ceil(min(values["project_weeks"], TIMELINE_MAX_WEEKS))),
                 TIMELINE_MAX_WEEKS)
-    held = max(values["project_months"], values["storage_months_used"],
-               *(m for m in values["staff_months"] if m is not None))
+    held = values["spend_months"]
     months = min(max(CASHFLOW_MIN_MONTHS, 2 * math.ceil(min(held, CASHFLOW_MAX_MONTHS))), CASHFLOW_MAX_MONTHS)
     inputs.update(_structure(inputs, weeks, values, months))
     values = _evaluate(model, _values(inputs), lookups, file)
@@ -262,7 +263,8 @@ def size_and_lay_out(s: Scenario, catalog: Catalog, inputs: dict[str, InputValue
         start = max(evaluate.base["min_gpus_for_memory"], _ideal_gpus(evaluate.base, s.hardware.deadline_days))
         result, below = smallest_count_for_deadline(evaluate, space, s.hardware.deadline_days, int(start))
         count_source = (f"deadline {s.hardware.deadline_days:g} days: the smallest whole-node count "
-                        f"whose best layout meets it ({result.best.train_days:.1f} days); {below}")
+                        f"whose best layout meets it ({result.best.values['stretched_training_days']:.1f} days "
+                        f"with failures); {below}")
     else:
         mode = "memory-first"
         start = int(evaluate.base["memory_first_gpus"])

@@ -240,11 +240,110 @@ class MemorySection(_Section):
     activation_gb_per_microbatch: _number(ge=1e-6, le=1e6) | None = None
 
 
+Currency = Annotated[str, Field(pattern=r"^[A-Z]{3}$")]
+
+
+def _amount(value):
+    """A price is a number in the scenario's currency, or {amount, currency} in another."""
+    value = _not_bool(value)
+    return {"amount": value} if isinstance(value, (int, float, str)) else value
+
+
+class Price(_Section):
+    amount: Money
+    currency: Currency | None = None      # None: the scenario's `prices.currency`
+
+
+PriceIn = Annotated[Price, BeforeValidator(_amount)]
+
+
+class StaffCost(_Section):
+    amount: _number(ge=0, le=1e12)
+    currency: Currency | None = None
+
+# AWS Spot Instance Advisor's highest interruption-frequency band, ">20%" of instances a month,
+# where GPU instances sit: 20% of an 8-GPU instance's ~730 hours a month, per GPU-hour.
+SPOT_PREEMPTION_RATE = 0.20 / (730 * 8)
+
+
+class ReservedTerms(_Section):
+    """Committed capacity: billed for the whole term whatever the run uses."""
+    term_months: _number(ge=1, le=120) = 12.0
+    upfront_share: _number(ge=0, le=1) = 0.0
+    committed_gpus: GpuCount | None = None     # default: the GPUs the plan reserves (with spares)
+
+
+class SpotTerms(_Section):
+    """Preemptible capacity: a discount on the on-demand rate, and preemptions that stretch the run."""
+    discount: _number(ge=0, lt=1) = 0.6
+    preemption_rate_per_gpu_hour: _number(ge=0, lt=1) = SPOT_PREEMPTION_RATE
+
+
+TIERS = ("on_demand", "reserved", "spot")
+
+
 class PricesSection(_Section):
-    currency: Annotated[str, Field(pattern=r"^[A-Z]{3}$")] = "USD"
-    per_gpu_hour: Money
-    storage_per_gb_month: Money = 0.023
+    """`per_gpu_hour` or `catalog` (an id in catalogs/prices.yaml) prices the GPUs; amounts are in
+    `currency` unless given as {amount, currency}; `fx_rates` says how many units of `currency`
+    one unit of each other currency is worth (catalogs/prices.yaml has dated defaults)."""
+    currency: Currency = "USD"
+    fx_rates: dict[Currency, _number(gt=0, le=1e9)] = {}
+    catalog: Annotated[str, Field(pattern=r"^[a-z0-9_]{1,64}$")] | None = None
+    tier: Literal["on_demand", "reserved", "spot"] | None = None    # default: the catalog row's, else on_demand
+    per_gpu_hour: PriceIn | None = None
+    on_demand_per_gpu_hour: PriceIn | None = None
+    reserved: ReservedTerms = ReservedTerms()
+    spot: SpotTerms = SpotTerms()
+    storage_per_gb_month: PriceIn = Price(amount=0.023, currency="USD")
     network: Union[Literal["included"], Money] = "included"
+    vat_rate: _number(ge=0, le=1) = 0.0
+    vat_recoverable: bool = False
+
+    @model_validator(mode="after")
+    def _one_gpu_price(self):
+        if self.per_gpu_hour is None and self.catalog is None:
+            raise rule_error("no GPU price", "give prices.per_gpu_hour, or prices.catalog: an id from "
+                             "catalogs/prices.yaml", "per_gpu_hour")
+        if self.per_gpu_hour is not None and self.catalog is not None:
+            raise rule_error("per_gpu_hour and catalog both price the GPUs",
+                             "keep one: a typed price or a catalog id", "catalog")
+        return self
+
+
+class OwnedSection(_Section):
+    """An owned cluster: charged amortised capital, energy and operations (defaults:
+    catalogs/prices.yaml, the purchase row of the accelerator)."""
+    node_price: PriceIn | None = None
+    depreciation_years: _number(ge=0.5, le=30) | None = None
+    cost_of_capital: _number(ge=0, le=1) | None = None
+    life_share: _number(gt=0, le=1) | None = None       # default: the project's billed days ÷ the life
+    ops_per_node_month: PriceIn | None = None
+
+
+class EnergySection(_Section):
+    """Energy and carbon of every plan; defaults from catalogs/prices.yaml (`energy`)."""
+    pue: _number(ge=1, le=5) | None = None
+    grid: Annotated[str, Field(pattern=r"^[a-z0-9_]{1,64}$")] | None = None
+    grid_intensity: _number(ge=0, le=5) | None = None        # kg CO2e per kWh; overrides `grid`
+    draw_training: _number(ge=0, le=2) | None = None
+    draw_idle: _number(ge=0, le=1) | None = None
+    node_overhead_kw: _number(ge=0, le=1000) | None = None
+    electricity_per_kwh: PriceIn | None = None
+
+
+class RunsSection(_Section):
+    """The runs besides the main one, sized by what they train (seed 002 weeks 3-8), the
+    rollbacks a run suffers, post-training and serving."""
+    validation_params: Params = 7e9                # seed 002's largest; capped at the model itself
+    validation_tokens: Tokens = 100e9
+    scaling_params: Params = 70e9
+    scaling_tokens: Tokens = 200e9
+    rollbacks: _number(ge=0, le=10_000) = 20.0
+    rollback_steps: _number(ge=0, le=1e9) = 100.0
+    post_training_tokens: _count(0, 1e16) = 30e9
+    serving_gpus: _whole(ge=0, le=10_000_000) = 0
+    serving_months: _number(ge=0, le=1200) = 0.0
+    serving_per_gpu_hour: PriceIn | None = None
 
 
 class StorageSection(_Section):
@@ -289,7 +388,7 @@ class ReliabilitySection(_Section):
 class StaffRole(_Section):
     role: SafeText
     headcount: Headcount
-    monthly_cost: _number(ge=0, le=1e12)
+    monthly_cost: Annotated[StaffCost, BeforeValidator(_amount)]
     months: Months | None = None           # default: the project's length, live in the workbook
 
 
@@ -297,8 +396,8 @@ class PlausibilitySection(_Section):
     """Bands for the warnings that do not block approval (see the Checks sheet)."""
     tokens_per_param_low: _number(ge=0, le=1e6) = 5.0
     tokens_per_param_high: _number(ge=0, le=1e6) = 2000.0
-    cost_per_gpu_hour_low: Money = 0.5
-    cost_per_gpu_hour_high: Money = 20.0
+    cost_per_gpu_hour_low: PriceIn = Price(amount=0.5, currency="USD")
+    cost_per_gpu_hour_high: PriceIn = Price(amount=20.0, currency="USD")
     params_tolerance: _number(ge=0, le=1) = 0.1
 
 
@@ -353,6 +452,7 @@ class AcceleratorRow(_Section):
     intra_node_gb_per_s: Bandwidth
     inter_node_gbit_per_s: Bandwidth
     typical_mfu: Fraction
+    tdp_w: _number(gt=0, le=100_000) | None = None
     source: LongText
 
 
@@ -381,6 +481,10 @@ class Scenario(_Section):
     efficiency: EfficiencySection = EfficiencySection()
     memory: MemorySection = MemorySection()
     prices: PricesSection
+    ownership: Literal["rented", "owned"] = "rented"
+    owned: OwnedSection = OwnedSection()
+    energy: EnergySection = EnergySection()
+    runs: RunsSection = RunsSection()
     storage: StorageSection = StorageSection()
     schedule: ScheduleSection = ScheduleSection()
     reliability: ReliabilitySection = ReliabilitySection()
@@ -420,6 +524,99 @@ class Scenario(_Section):
         return self
 
 
+def fx_table(s: Scenario, catalog: Catalog) -> dict[str, tuple[float, str]]:
+    """Units of the scenario's currency per unit of each currency it can convert: its own
+    `prices.fx_rates`, else the catalog's dated rates per US dollar, crossed through the dollar."""
+    own = s.prices.currency
+    out = {own: (1.0, "the scenario's currency (prices.currency)")}
+    prices = catalog.prices
+    per_usd = {"USD": (1.0, "")}
+    if prices is not None:
+        per_usd.update({code: (fig.value, prices.cite(fig)) for code, fig in prices.fx_per_usd.items()})
+    given = s.prices.fx_rates
+    if "USD" in given:
+        own_per_usd, how = given["USD"], "scenario prices.fx_rates.USD"
+    elif own in per_usd:
+        own_per_usd, how = per_usd[own][0], f"catalogs/prices.yaml: {own} per USD, {per_usd[own][1]}"
+    else:
+        own_per_usd = None
+    if own_per_usd is not None:
+        for code, (rate, cite) in per_usd.items():
+            if code != own:
+                via = f"; {code} per USD: {cite}" if code != "USD" else ""
+                out[code] = (own_per_usd / rate, f"{how}{via}")
+    for code, rate in given.items():
+        if code != own:
+            out[code] = (float(rate), f"scenario prices.fx_rates.{code}")
+    return out
+
+
+def price_currencies(s: Scenario, catalog: Catalog) -> dict[str, str]:
+    """Each currency the scenario's prices are in (catalog defaults are in theirs), with the
+    field that brings it in."""
+    out: dict[str, str] = {}
+    for path, price in (("prices.per_gpu_hour", s.prices.per_gpu_hour),
+                        ("prices.on_demand_per_gpu_hour", s.prices.on_demand_per_gpu_hour),
+                        ("prices.storage_per_gb_month", s.prices.storage_per_gb_month),
+                        ("owned.node_price", s.owned.node_price),
+                        ("owned.ops_per_node_month", s.owned.ops_per_node_month),
+                        ("energy.electricity_per_kwh", s.energy.electricity_per_kwh),
+                        ("runs.serving_per_gpu_hour", s.runs.serving_per_gpu_hour),
+                        ("plausibility.cost_per_gpu_hour_low", s.plausibility.cost_per_gpu_hour_low),
+                        ("plausibility.cost_per_gpu_hour_high", s.plausibility.cost_per_gpu_hour_high)):
+        if price is not None and price.currency:
+            out.setdefault(price.currency, path)
+    for n, role in enumerate(s.staffing):
+        if role.monthly_cost.currency:
+            out.setdefault(role.monthly_cost.currency, f"staffing[{n}].monthly_cost")
+    prices = catalog.prices
+    if prices is not None:
+        if s.prices.catalog:
+            out.setdefault(prices.rental_price(s.prices.catalog).per_gpu_hour.currency, "prices.catalog")
+        for path, fig in (("energy.electricity_per_kwh", prices.energy.electricity_per_kwh),
+                          ("owned.ops_per_node_month", prices.ownership.ops_per_node_month)):
+            out.setdefault(fig.currency, path)
+        purchase = prices.purchase_for(s.hardware.accelerator)
+        if purchase is not None:
+            out.setdefault(purchase.price_per_node.currency, "owned.node_price")
+    return out
+
+
+def _check_prices(s: Scenario, catalog: Catalog) -> None:
+    prices = catalog.prices
+    if prices is None:
+        return
+    if s.prices.catalog is not None:
+        ids = [r.id for r in prices.rental]
+        if s.prices.catalog not in ids:
+            raise rule_error(f"unknown price id {s.prices.catalog!r}",
+                             f"{suggest(s.prices.catalog, ids)}use an id from catalogs/prices.yaml "
+                             f"(rental): {', '.join(ids)}", "prices.catalog")
+        row = prices.rental_price(s.prices.catalog)
+        if row.accelerator != s.hardware.accelerator:
+            raise rule_error(f"{row.id} prices {row.accelerator}, not {s.hardware.accelerator}",
+                             f"choose a price for {s.hardware.accelerator} or give prices.per_gpu_hour",
+                             "prices.catalog")
+    if s.energy.grid is not None and s.energy.grid not in {g.id for g in prices.grids}:
+        ids = [g.id for g in prices.grids]
+        raise rule_error(f"unknown grid {s.energy.grid!r}",
+                         f"{suggest(s.energy.grid, ids)}use an id from catalogs/prices.yaml "
+                         f"(grid_intensity): {', '.join(ids)}", "energy.grid")
+    if s.ownership == "owned" and s.owned.node_price is None and prices.purchase_for(s.hardware.accelerator) is None:
+        raise rule_error(f"no purchase price for {s.hardware.accelerator} in catalogs/prices.yaml",
+                         "give owned.node_price: the price of one node with its GPUs", "owned.node_price")
+    own = s.prices.currency
+    if s.prices.fx_rates.get(own, 1.0) != 1.0:
+        raise rule_error(f"the rate of {own} into itself must be 1", f"remove {own} from prices.fx_rates",
+                         f"prices.fx_rates.{own}")
+    rates = fx_table(s, catalog)
+    for code, path in price_currencies(s, catalog).items():
+        if code not in rates:
+            raise rule_error(f"no exchange rate from {code} (used by {path}) into {own}",
+                             f"add prices.fx_rates: {{{code}: <{own} per {code}>}} with its source",
+                             "prices.fx_rates")
+
+
 def _check_catalog_refs(s: Scenario, catalog: Catalog) -> None:
     ids = catalog.accelerator_ids()
     if s.hardware.accelerator not in ids:
@@ -433,6 +630,7 @@ def _check_catalog_refs(s: Scenario, catalog: Catalog) -> None:
         raise rule_error(f"unknown model preset {s.model.preset!r}",
                          f"{hint}use an id from catalogs/models.yaml: {', '.join(ids)}",
                          "model.preset")
+    _check_prices(s, catalog)
 
 
 SHAPE_FIELDS = ("params", "layers", "hidden_size", "attention_heads", "seq_len", "vocab_size")

@@ -28,7 +28,7 @@ from . import __version__
 from .formula import IF, ISERROR, OR, ROUND, Expr, Ref, Text, compile_items
 from .lineitems import InputDef, Item
 from .model import build_model
-from .model import ACCELERATOR_TABLE
+from .model import ACCELERATOR_TABLE, AFTER_SUBTOTAL, COST_LINES, FX_TABLE, MEMO_LINES
 from .plan import Plan, from_serial
 from .reproducible import normalise_xlsx
 
@@ -56,7 +56,9 @@ CHANGED_FILL = PatternFill("solid", start_color="F8CBAD", end_color="F8CBAD")
 SPARE_ROWS = 10       # unlocked blank rows inside each growable table
 BELOW_ROWS = 5        # rows under a table watched by check_tables_closed
 THIN = Side(style="thin", color="BFBFBF")
-MEMO_ITEMS = ("rental_cost", "rental_gap_cost")
+MEMO_ITEMS = MEMO_LINES
+SPARE_ROW_HINTS = {ACCELERATOR_TABLE: "Spare rows: add an accelerator here (id, name, figures, source)",
+                   FX_TABLE: "Spare rows: add a currency here (its code and its rate)"}
 MEMO_HEADING = "Memo: not in the total"
 TIMELINE_PRINT_SCALE = 75   # the week grid prints several pages wide; A:C repeat on each
 WIDE_SHEET_UNITS = 200      # wider than this (column width units) prints two pages wide
@@ -166,7 +168,7 @@ class _Writer:
         value = compile_items([("_", expr)])(dict(self.plan.values), {})["_"]
         return self.formula(ws, row, col, expr.excel(), value, fmt)
 
-    def unit_expr(self, unit: str, before: str = "", after: str = "") -> Expr | None:
+    def unit_expr(self, unit: str, before: str = "", after: str = "", currency: str = "currency") -> Expr | None:
         """`before + unit + after` as a formula over the `currency` cell, or None when the
         unit names no currency (then it is plain text)."""
         if "currency" not in unit:
@@ -174,7 +176,7 @@ class _Writer:
         parts: list[Expr] = []
         for n, piece in enumerate(unit.split("currency")):
             if n:
-                parts.append(Ref("currency"))
+                parts.append(Ref(currency))
             parts.append(Text(piece))
         parts[0] = Text(before + parts[0].value)
         parts[-1] = Text(parts[-1].value + after)
@@ -184,12 +186,12 @@ class _Writer:
             expr = expr.concat(p)
         return expr
 
-    def unit_cell(self, ws, row: int, col: int, unit: str):
+    def unit_cell(self, ws, row: int, col: int, unit: str, currency: str = "currency"):
         """The unit beside a figure: `=currency&"/GPU-hour"` when it names the currency (every
         label follows the one `currency` input), else text; nothing for text inputs."""
         if not unit or unit == "text":
             return None
-        expr = self.unit_expr(unit)
+        expr = self.unit_expr(unit, currency=currency)
         if expr is None:
             put_text(ws.cell(row, col), unit)
             return ws.cell(row, col)
@@ -197,9 +199,11 @@ class _Writer:
         cell.style = "Normal"
         return cell
 
-    def label_cell(self, ws, row: int, col: int, label: str, unit: str, style: str | None = "Header"):
+    def label_cell(self, ws, row: int, col: int, label: str, unit: str, style: str | None = "Header",
+                   currency: str = "currency"):
         """A column heading "label (unit)", a formula when the unit names the currency."""
-        expr = self.unit_expr(unit, f"{label} (", ")") if unit and unit not in ("text", "flag") else None
+        expr = (self.unit_expr(unit, f"{label} (", ")", currency)
+                if unit and unit not in ("text", "flag") else None)
         if expr is None:
             text = f"{label} ({unit})" if unit and unit not in ("text", "flag") else label
             put_text(ws.cell(row, col), text)
@@ -358,7 +362,7 @@ class _Writer:
         put_text(ws.cell(row, 1), d.label)
         cell = ws.cell(row, 2)
         self.input_value(cell, iv.value, d.unit, d.kind)
-        self.unit_cell(ws, row, 3, d.unit)
+        self.unit_cell(ws, row, 3, d.unit, d.currency or "currency")
         put_text(ws.cell(row, 4), iv.source)
         if d.name == "gpu_type":       # the product name, live beside the drop-down
             self.formula(ws, row, 5, "accelerator_name", self.plan.values["accelerator_name"], None)
@@ -462,8 +466,8 @@ class _Writer:
         ws.cell(row, 1, section).font = SECTION_FONT
         row += 1
         self.header(ws, row, [d.label for d in defs] + ["Source"])
-        for c, d in enumerate(defs, 1):     # "(currency/month)" follows the currency cell
-            self.label_cell(ws, row, c, d.label, d.unit)
+        for c, d in enumerate(defs, 1):     # "(currency/month)" follows the table's currency cell
+            self.label_cell(ws, row, c, d.label, d.unit, currency=d.currency or "currency")
         first = row + 1
         values = [self.plan.inputs[d.name].value for d in defs]
         rows = len(values[0])
@@ -523,19 +527,18 @@ class _Writer:
                     self.input_value(ws.cell(first + r, c), values[col], unit)
                 put_text(ws.cell(first + r, len(tdef.columns) + 1), source)
             last = first + len(data.rows) - 1
-            growable = tdef.name == ACCELERATOR_TABLE
+            growable = tdef.name in SPARE_ROW_HINTS
             if growable:      # spare rows a reviewer can fill: the drop-down and lookups see them
                 for r in range(last + 1, last + SPARE_ROWS + 1):
                     for c, (_, _, unit) in enumerate(tdef.columns, 1):
                         self.input_value(ws.cell(r, c), None, unit)
                     ws.cell(r, len(tdef.columns) + 1).protection = Protection(locked=False)
-                put_text(ws.cell(last + 1, len(tdef.columns) + 1),
-                         "Spare rows: add an accelerator here (id, name, figures, source)")
+                put_text(ws.cell(last + 1, len(tdef.columns) + 1), SPARE_ROW_HINTS[tdef.name])
                 last += SPARE_ROWS
             for c, (col, _, _) in enumerate(tdef.columns, 1):
                 letter = get_column_letter(c)
                 self.define(f"{tdef.name}_{col}", ws, f"${letter}${first}:${letter}${last}")
-            if growable:
+            if tdef.name == ACCELERATOR_TABLE:
                 end = get_column_letter(len(tdef.columns))
                 self.define("catalog_rows_below", ws, f"$A${last + 1}:${end}${last + BELOW_ROWS}")
                 last += BELOW_ROWS
@@ -981,9 +984,9 @@ def _candidate_label(layout, n: int) -> str:
 SUMMARY_BLOCKS = (
     ("The answer", ("accelerator_name", "gpu_count", "reserved_gpus", "layout_label", "memory_in_words",
                     "train_days", "stretched_training_days", "start_date", "project_end")),
-    ("For how much", ("billed_rental_cost", "experiment_cost", "network_cost", "storage_cost",
-                      "staffing_cost", "subtotal_cost", "buffer_cost", "total_cost")),
-    ("Details", ("train_flops", "effective_tflops", "gpu_hours", "gpu_days", "goodput",
+    ("For how much", (*COST_LINES, "subtotal_cost", *AFTER_SUBTOTAL, "total_cost")),
+    ("Energy and carbon", ("energy_mwh", "co2_tonnes", "pue", "grid_intensity")),
+    ("Details", ("ownership", "price_tier", "tier_rate", "train_flops", "effective_tflops", "gpu_hours", "gpu_days", "goodput",
                  "non_training_days", "run_days", "training_start", "training_end", "project_weeks",
                  "memory_per_gpu_gb", "usable_hbm_gb", "min_gpus_for_memory")),
 )

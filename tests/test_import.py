@@ -139,13 +139,16 @@ def test_edited_workbook_round_trips_to_libreoffices_figures(round_trip, stem):
 
 def test_edits_are_in_the_imported_scenario(round_trip):
     data = round_trip["gpt3-175b-h100"]["edited_import"].data
-    assert data["prices"]["per_gpu_hour"] == 2.1 and data["prices"]["currency"] == "EUR"
+    # the reviewer switched the plan to euros: the dollar price keeps its currency and converts
+    assert data["prices"]["per_gpu_hour"] == {"amount": 2.1, "currency": "USD"}
+    assert data["prices"]["currency"] == "EUR" and data["prices"]["fx_rates"]["USD"] > 0
     assert data["hardware"]["accelerator"] == "my_gpu"
     rows = {r["id"]: r for r in data["catalog"]["accelerators"]}
     assert rows["my_gpu"]["hbm_gb"] == 192 and rows["my_gpu"]["name"] == "My GPU 192"
     # The seed's 990 peak on the H100 row stays, as a catalog row now that H100 is not chosen.
     assert rows["nvidia_h100_sxm"]["peak_bf16_tflops"] == 990
-    assert data["staffing"][3] == {"role": "Evaluation lead", "headcount": 1, "monthly_cost": 11000}
+    assert data["staffing"][3] == {"role": "Evaluation lead", "headcount": 1,
+                                   "monthly_cost": {"amount": 11000, "currency": "USD"}}
     assert "months" not in data["staffing"][0]           # blank: follows the project
     assert "months_held" not in data["storage"]
     a100 = round_trip["gpt3-175b-a100"]["edited_import"].data
