@@ -18,7 +18,7 @@ import jinja2
 
 from . import __version__
 from .catalog import data_dir
-from .model import build_model
+from .model import AFTER_SUBTOTAL, COST_LINES, MEMO_LINES, build_model
 from .plan import Plan, from_serial
 
 PHASES = (("data_prep", "Data preparation"), ("validation", "Small-scale validation"),
@@ -27,11 +27,10 @@ PHASES = (("data_prep", "Data preparation"), ("validation", "Small-scale validat
 SEGMENTS = (("queue_days", "Queue wait"), ("setup_days", "Setup"), ("transfer_days", "Data transfer"),
             ("train_days", "Training (pure compute)"), ("failure_loss_days", "Failures and checkpoints"),
             ("evaluation_days", "Evaluation and fine-tuning"))
-COST_LINES = (("billed_rental_cost", "GPU rental, billed"), ("experiment_cost", "Validation and scaling runs"),
-              ("network_cost", "Network"), ("storage_cost", "Storage"), ("staffing_cost", "Staffing"),
-              ("buffer_cost", "Contingency buffer"))
+# The total's lines, in the model's order (budget/model.py: COST_LINES, AFTER_SUBTOTAL).
+REPORT_LINES = (*COST_LINES, *AFTER_SUBTOTAL)
 KEY_INPUTS = ("model_params", "train_tokens", "gpu_type", "gpu_count", "baseline_mfu", "tp_size", "pp_size",
-              "zero_stage", "recompute", "price_per_gpu_hour", "price_per_gb_month", "buffer_rate",
+              "zero_stage", "recompute", "price_tier", "price_per_gpu_hour", "price_per_gb_month", "buffer_rate",
               "queue_days", "setup_days", "interruption_rate_per_gpu_hour", "storage_write_gb_per_s",
               "start_date")
 PALETTE = ("#9dc3e6", "#a9d18e", "#ffd966", "#f4b183", "#c9c9c9", "#b4a7d6")
@@ -97,9 +96,9 @@ def report_context(plan: Plan, workbook=None) -> dict:
                        "weeks": f"{(end - start) / 7:,.1f}", "colour": PALETTE[n % len(PALETTE)]})
     segments = [{"label": label, "days": f"{v[name]:,.1f}",
                  "share": f"{v[name] / v['run_days']:.1%}"} for name, label in SEGMENTS]
-    costs = [{"label": label, "amount": _money(v[name], cur),
+    costs = [{"label": model.items[name].label, "amount": _money(v[name], cur),
               "share": f"{v[name] / v['total_cost']:.1%}" if v["total_cost"] else "-"}
-             for name, label in COST_LINES]
+             for name in REPORT_LINES]
     assumptions = []
     for name in KEY_INPUTS:
         if name in model.items:       # derived in the workbook from inputs: say how
@@ -152,11 +151,14 @@ def report_context(plan: Plan, workbook=None) -> dict:
         "warnings": list(plan.warnings),
         "status": state,
         "decision": decision(plan, state, scenario_digest(plan), workbook or write_workbook(plan)),
-        "memo": [{"label": "GPU rental, pure training (the seed's arithmetic: GPU-hours × price)",
-                  "amount": _money(v["rental_cost"], cur)},
-                 {"label": f"Billed minus pure-training rental (setup, transfer, failures, evaluation, "
-                           f"spares; {v['billed_gpu_hours']:,.0f} GPU-hours billed)",
-                  "amount": _money(v["rental_gap_cost"], cur)}],
+        # the memo lines that say something for this plan (a zero VAT or unused reservation does not)
+        "memo": [{"label": model.items[name].label, "amount": _money(v[name], cur)}
+                 for name in MEMO_LINES if v[name] or name in ("rental_cost", "rental_gap_cost")],
+        "energy": {"mwh": f"{v['energy_mwh']:,.0f}", "co2": f"{v['co2_tonnes']:,.0f}",
+                   "pue": f"{v['pue']:g}", "grid": f"{v['grid_intensity']:g}",
+                   "kwh_per_gpu_hour": f"{v['training_kwh_per_gpu_hour']:.2f}",
+                   "electricity": _money(v["energy_cost_equivalent"], cur),
+                   "owned": v["ownership"] == "owned"},
         "gantt": _gantt(plan, phases),
         "cost_chart": _cost_chart(plan),
     }
@@ -197,12 +199,13 @@ def _gantt(plan: Plan, phases: list[dict]) -> dict:
 
 def _cost_chart(plan: Plan) -> dict:
     v, cur = plan.values, plan.scenario.prices.currency
-    lines = [(label, v[name]) for name, label in COST_LINES] + [("Memo, not in the total: pure-training rental",
-                                                                 v["rental_cost"])]
+    model = plan.model or build_model()
+    lines = [(model.items[name].label, v[name]) for name in REPORT_LINES if v[name]] + [
+        (f"Memo, not in the total: {model.items['rental_cost'].label}", v["rental_cost"])]
     biggest = max((amount for _, amount in lines), default=1.0) or 1.0
     left, width, row = 250.0, 330.0, 26.0
     bars = [Bar(label, left, 10 + n * row, max(amount / biggest * width, 1.0),
-                "#8faadc" if n < len(COST_LINES) else "#d0cece", _money(amount, cur))
+                "#8faadc" if n < len(lines) - 1 else "#d0cece", _money(amount, cur))
             for n, (label, amount) in enumerate(lines)]
     return {"bars": bars, "height": 10 + len(lines) * row + 6, "left": left}
 

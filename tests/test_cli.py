@@ -107,7 +107,7 @@ def test_no_arguments_builds_the_bundled_example(tmp_path, monkeypatch, capsys):
         assert (tmp_path / "out" / f"gpt3-175b-h100.{ext}").is_file()
         assert (tmp_path / "out" / f"gpt3-175b-h100.{ext}").stat().st_mode & 0o044, "readable by others"
     assert out.startswith("gpt3-175b-h100: 512 x NVIDIA H100 80GB SXM5 (4 × 8 × 16), 158.2 training "
-                          "days, 1,944,444 GPU-hours, total 5,495,339 USD\n")
+                          "days, 1,944,444 GPU-hours, total 5,466,340 USD\n")
     # The seed's layout does not fit without ZeRO or recomputation, and the tool says so.
     assert ("warning: gpt3-175b-h100: check failing: Layout does not fit in memory: 89.1 > 72 GB "
             "per GPU") in err

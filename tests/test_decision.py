@@ -65,7 +65,7 @@ def test_the_recommendation_is_the_compare_sheets(options_plan):
 def test_the_markdown_leads_with_the_same_decision(seed_h100):
     text = render_markdown(seed_h100)
     head = text[:text.index("## Status:")]
-    assert "Approve 5,495,339 USD (with the 20% contingency buffer; P50" in head
+    assert "Approve 5,466,340 USD (with the 20% contingency buffer; P50" in head
     assert "- GPU rental price:" in head and "- Check failing: Layout does not fit in memory" in head
     assert "| Prepared by | Reviewed by | Approved by | Date |" in head
 

@@ -27,13 +27,33 @@ def _computed_efficiency(**changes):
 
 # --- seed 002's GPU-count table: 256 / 512 / 1,024 H100 → ~316 / 158 / 79 days -------------
 
+# The seed's arithmetic has no failures; with (almost) none, its deadlines give its counts.
+NO_FAILURES = {"reliability.interruption_rate_per_gpu_hour": 1e-12}
+
+
 @pytest.mark.parametrize("deadline, gpus", [(316.5, 256), (158.3, 512), (79.2, 1024)])
 def test_target_mode_finds_the_seeds_gpu_counts(catalog, deadline, gpus):
-    plan = plan_of(_seed(**{"hardware.gpu_count": None, "hardware.deadline_days": deadline}), catalog)
+    plan = plan_of(_seed(**{"hardware.gpu_count": None, "hardware.deadline_days": deadline,
+                            **NO_FAILURES}), catalog)
     assert plan.gpu_count == gpus
     assert plan.layout.mode == "deadline"
-    assert plan.train_days <= deadline and plan.fits
+    assert plan.values["stretched_training_days"] <= deadline and plan.fits
     assert "deadline" in plan.inputs["gpu_count"].source
+
+
+def test_failures_and_preemptions_count_against_the_deadline(catalog):
+    """A deadline is on the calendar: the failures the seed leaves out need more GPUs, spot
+    preemptions more still, and the check sees the stretched days."""
+    counts = {}
+    for name, changes in {"no failures": NO_FAILURES, "failures": {},
+                          "spot": {"prices.tier": "spot",
+                                   "prices.spot.preemption_rate_per_gpu_hour": 1e-3}}.items():
+        plan = plan_of(_seed(**{"hardware.gpu_count": None, "hardware.deadline_days": 158.3, **changes}),
+                       catalog)
+        assert plan.values["stretched_training_days"] <= 158.3
+        assert plan.values["check_meets_deadline"] == 0
+        counts[name] = plan.gpu_count
+    assert counts["no failures"] < counts["failures"] < counts["spot"]
 
 
 @pytest.mark.parametrize("gpus, days", [(256, 316.5), (512, 158.2), (1024, 79.1)])
