@@ -26,8 +26,8 @@ def number_format(unit, kind="number"):
     return fmt(unit, kind)
 
 KEY_FIGURES = ("gpu_count", "accelerator_name", "layout_label", "memory_per_gpu_gb", "check_memory_fits",
-               "train_days", "project_end", "gpu_hours", "billed_rental_cost", "total_cost",
-               "cost_per_gpu_hour_all_in", "master_check")
+               "train_days", "project_end", "gpu_hours", "cluster_cost", "total_cost",
+               "cost_per_gpu_hour_all_in", "energy_mwh", "co2_tonnes", "master_check")
 COMPARE_NAMES = {"gpu_count": "compare_gpu_count", "train_days": "compare_train_days",
                  "gpu_hours": "compare_gpu_hours", "total_cost": "compare_total_cost",
                  "master_check": "compare_check_count"}

@@ -915,7 +915,8 @@ def _cost(b: ModelBuilder, i: _Inputs) -> None:
     b.item("owned_rate_per_gpu_hour", "Owned cost per GPU-hour", "currency/GPU-hour", owned_cost / billed_h)
 
     b.section("Compute")
-    cluster = b.item("cluster_cost", "Cluster: rented or owned", "currency", IF(owned, owned_cost, rental),
+    cluster = b.item("cluster_cost", "GPU cluster: the billed rental, or the owned cluster's cost", "currency",
+                     IF(owned, owned_cost, rental),
                      "Ownership owned: the owned lines above; rented: the billed rental")
     compute_rate = b.item("compute_rate", "Rate for the runs besides the main one", "currency/GPU-hour",
                           IF(owned, r("owned_rate_per_gpu_hour"), IF(reserved, on_demand, tier_rate)),

@@ -92,8 +92,12 @@ def number_format(unit: str, kind: str = "number") -> str | None:
         return "0.00E+00"
     if unit == "s":
         return "#,##0.00"
-    if unit.startswith("currency/GB"):
-        return "#,##0.000"
+    if unit.startswith("currency/GB") or unit in {"kg CO2e/kWh", "currency/kWh", "rate"}:
+        return "#,##0.000#"
+    if unit in {"×", "kW", "kW/node", "kWh", "per year", "years", "fraction/year"}:
+        return "#,##0.00##"
+    if unit in {"tier", "ISO 4217 code"}:
+        return None
     if unit.startswith("currency/GPU") or unit == "currency/month":
         return "#,##0.00"
     if unit in {"GB", "days", "TFLOPS", "PFLOPS", "GB-months", "bytes/parameter", "person-months"}:
@@ -558,7 +562,8 @@ class _Writer:
         items = self.model.sheet_items(title)
         if title == "Cost":   # the pure-training rental is a memo: below the total, not in its flow
             items = ([i for i in items if i.name not in MEMO_ITEMS]
-                     + [replace(i, section=MEMO_HEADING) for i in items if i.name in MEMO_ITEMS])
+                     + [replace(i, section=MEMO_HEADING)
+                        for i in sorted((i for i in items if i.name in MEMO_ITEMS), key=lambda i: MEMO_ITEMS.index(i.name))])
         row = self.sectioned_rows(ws, 5, items, self.item_row)
         self.widths(ws, [46, 16, 16, 26, 48])
         if title == "Parallelism":

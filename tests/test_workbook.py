@@ -6,6 +6,8 @@ import io
 import re
 
 import openpyxl
+
+from budget.model import build_model
 import pytest
 
 from budget.formula import BENIGN_CONSTANTS, SUPPORTED_FUNCTIONS
@@ -47,7 +49,7 @@ def test_names_point_at_inputs_and_outputs(book):
 def test_reviewers_read_named_formulas(book):
     result, wb = book
     sheet, coord = result.names["rental_cost"].split("!")
-    assert wb[sheet][coord].value == "=gpu_hours*price_per_gpu_hour"
+    assert wb[sheet][coord].value == "=gpu_hours*tier_rate"
     sheet, coord = result.names["peak_tflops"].split("!")
     assert wb[sheet][coord].value == "=INDEX(acc_peak_bf16_tflops,MATCH(gpu_type,acc_id,0))"
 
@@ -75,7 +77,8 @@ def test_inputs_rows_carry_label_unit_source(book):
     ws = wb["Inputs"]
     row = int(result.names["price_per_gpu_hour"].split("!B")[1])
     label, value, unit, source = (ws.cell(row, c).value for c in range(1, 5))
-    assert (label, value, unit) == ("GPU rental", 1.8, '=currency&"/GPU-hour"')
+    # the price's unit follows the currency it is typed in (its own cell), not the plan's
+    assert (label, value, unit) == ("GPU price as quoted for the tier", 1.8, '=price_currency&"/GPU-hour"')
     assert result.expected[f"Inputs!C{row}"] == "USD/GPU-hour"
     assert "seed 002" in source
 
@@ -182,8 +185,9 @@ def test_summary_total_is_labelled_indicative_and_memo_lines_sit_below_it(book):
         "Total (indicative: checks fail)"
     memo = _row_of(wb, "Summary", "Memo: not in the total")
     assert memo > total.row
-    below = [ws.cell(r, 2).value for r in range(memo + 1, memo + 3)]
-    assert below == ["=rental_cost", "=rental_gap_cost"]
+    below = [ws.cell(r, 2).value for r in range(memo + 1, memo + 7)]
+    assert below == ["=rental_cost", "=rental_gap_cost", "=billed_rental_cost", "=reserved_unused_cost",
+                     "=energy_cost_equivalent", "=vat_recoverable_memo"]
     cost = wb["Cost"]
     memo = _row_of(wb, "Cost", "Memo: not in the total")
     sheet, coord = result.names["total_cost"].split("!")
@@ -220,8 +224,12 @@ def test_generated_sentences_sit_under_a_live_warning(book, seed_h100):
                for v in static)
 
 
+CURRENCY_INPUTS = {d.name for d in build_model().inputs.values() if d.unit == "ISO 4217 code"}
+
+
 def test_every_currency_label_is_a_formula_over_the_currency_cell(book):
     result, wb = book
+    allowed = {result.names[n] for n in CURRENCY_INPUTS if n in result.names}
     for ws in wb.worksheets:
         for row in ws.iter_rows():
             for c in row:
@@ -229,8 +237,8 @@ def test_every_currency_label_is_a_formula_over_the_currency_cell(book):
                 if isinstance(value, str) and "USD" in value:
                     assert "currency" in c.value, (ws.title, c.coordinate)
                 elif isinstance(c.value, str) and not c.value.startswith("="):
-                    assert "USD" not in c.value or ws.title == "Inputs" and c.value == "USD", \
-                        (ws.title, c.coordinate, c.value)
+                    assert ("USD" not in c.value or f"{ws.title}!{c.coordinate}" in allowed
+                            or ws.title == "Catalog"), (ws.title, c.coordinate, c.value)
                 if c.data_type == "n" and c.number_format:
                     assert "USD" not in c.number_format and "$" not in c.number_format
     labels = {v for v in result.expected.values() if isinstance(v, str) and "USD" in v}
@@ -238,16 +246,30 @@ def test_every_currency_label_is_a_formula_over_the_currency_cell(book):
             "Total cost (USD)"} <= labels
 
 
-def test_no_usd_anywhere_in_a_book_of_another_currency(catalog):
+def test_a_book_of_another_currency_labels_every_total_in_it(catalog):
+    """Seed 002's example in yuan: the catalog defaults (electricity, operations, node price)
+    and the plausibility band are dollar amounts (their currency cells say USD, their rows' units follow them, the FX table converts
+    them); every line of the bill and every total is labelled CNY."""
     from support import SEED_H100, plan_of, raw, with_changes
     plan = plan_of(with_changes(raw(SEED_H100), {"prices.currency": "CNY"}), catalog, "cny")
     result = write_workbook(plan)
     wb = openpyxl.load_workbook(io.BytesIO(result.data))
-    typed = [(ws.title, c.coordinate, c.value) for ws in wb.worksheets for row in ws.iter_rows()
-             for c in row if isinstance(c.value, str) and "USD" in c.value]
-    assert not typed
-    assert not [k for k, v in result.expected.items() if isinstance(v, str) and "USD" in v]
+    dollar_inputs = {n for n in CURRENCY_INPUTS if plan.inputs[n].value == "USD"}
+    # the seed types its storage price, so it is in the plan's currency; the defaults are not
+    assert dollar_inputs == {"plausibility_currency", "electricity_currency", "ops_currency",
+                             "node_price_currency"}
+    dollar_rows = {int(result.names[n].split("!B")[1]) for n in dollar_inputs}
+    dollar_rows |= {int(result.names[d.name].split("!B")[1]) for d in build_model().inputs.values()
+                    if d.currency in dollar_inputs}
+    for ws in wb.worksheets:
+        for row in ws.iter_rows():
+            for c in row:
+                shown = result.expected.get(f"{ws.title}!{c.coordinate}", c.value)
+                if isinstance(shown, str) and "USD" in shown:
+                    assert (ws.title == "Inputs" and c.row in dollar_rows) or ws.title == "Catalog", \
+                        (ws.title, c.coordinate, shown)
     assert "CNY/GPU-hour" in result.expected.values()
+    assert "Total cost (CNY)" in result.expected.values()
 
 
 def test_glossary_before_the_change_log(book):
