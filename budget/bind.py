@@ -188,7 +188,6 @@ def _catalog_defaults(b: Binder) -> dict[str, InputValue]:
     if prices is None:
         return {}
     e, o = prices.energy, prices.ownership
-    purchase = prices.purchase_for(b.s.hardware.accelerator)
     grid = prices.grid(b.s.energy.grid or e.default_grid)
     defaults = {
         "pue": ("energy.pue", e.pue, ""),
@@ -200,14 +199,6 @@ def _catalog_defaults(b: Binder) -> dict[str, InputValue]:
         "cost_of_capital": ("owned.cost_of_capital", o.cost_of_capital, ""),
         "ops_per_node_month": ("owned.ops_per_node_month", o.ops_per_node_month, ""),
     }
-    if purchase is not None:
-        defaults["node_price"] = ("owned.node_price", purchase.price_per_node, purchase.name)
-    # a node's own power hardly depends on its GPUs: without a row for this accelerator, the
-    # catalog's first purchase row stands in (its source says so)
-    like = purchase or (prices.purchase[0] if prices.purchase else None)
-    if like is not None:
-        what = like.name if like is purchase else f"no node of this accelerator in the catalog; as {like.name}"
-        defaults["node_overhead_kw"] = ("energy.node_overhead_kw", like.overhead_kw_per_node, what)
     out = {}
     for name, (path, fig, what) in defaults.items():
         if path in b.explicit:
@@ -247,8 +238,10 @@ def _money(b: Binder, model: Model, out: Mapping[str, InputValue]) -> dict[str, 
     result: dict[str, InputValue] = {}
     for companion, defs in groups.items():
         present = [(d, given_currency(d)) for d in defs if out[d.name].value is not None]
-        currency = present[0][1] if present else own
-        why = f"the currency of {present[0][0].label.lower()}" if present else "the scenario's currency"
+        # a blank amount (the node price left to the Catalog) keeps its catalog figure's currency
+        fallback = getattr(_catalog_figure(b, defs[0].name), "currency", None) or own
+        currency = present[0][1] if present else fallback
+        why = f"the currency of {present[0][0].label.lower()}" if present else "the Catalog's figure"
         result[companion] = InputValue(currency, why)
         for d, cur in present:
             if cur != currency and cur in rates and currency in rates:
@@ -263,10 +256,10 @@ def _catalog_figure(b: Binder, name: str):
     prices = b.catalog.prices
     if prices is None:
         return None
-    purchase = prices.purchase_for(b.s.hardware.accelerator)
+    node = prices.purchase_for(b.s.hardware.accelerator)
     return {"electricity_per_kwh": prices.energy.electricity_per_kwh,
             "ops_per_node_month": prices.ownership.ops_per_node_month,
-            "node_price": purchase.price_per_node if purchase else None}.get(name)
+            "node_price": node.price_per_node if node else None}.get(name)
 
 
 def fx_rows(s: Scenario, catalog: Catalog):

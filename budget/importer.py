@@ -180,6 +180,26 @@ def _figure(x):
     return None if x in (None, "") else float(x)
 
 
+def _node_edits(book: _Book, catalog: Catalog, gpu_type: str, values: dict, data: dict) -> None:
+    """A reviewer's edit of the chosen accelerator's node figures on the Catalog sheet becomes
+    the scenario's override (unless the Inputs sheet already overrides them)."""
+    ids = [str(v or "").lower() for _, v in book.cells(f"{ACCELERATOR_TABLE}_id")]
+    if gpu_type.lower() not in ids or catalog.prices is None:
+        return
+    n = ids.index(gpu_type.lower())
+    cell = lambda column: book.cells(f"{ACCELERATOR_TABLE}_{column}")[n][1]  # noqa: E731
+    node = catalog.prices.purchase_for(gpu_type)
+    like = node or (catalog.prices.purchase[0] if catalog.prices.purchase else None)
+    power, price, currency = cell("node_overhead_kw"), cell("node_price"), cell("node_price_currency")
+    if values.get("node_overhead_kw") in (None, "") and isinstance(power, (int, float)) and (
+            like is None or float(power) != like.overhead_kw_per_node.value):
+        data.setdefault("energy", {})["node_overhead_kw"] = _plain(power)
+    if values.get("node_price") in (None, "") and isinstance(price, (int, float)) and (
+            node is None or float(price) != node.price_per_node.value):
+        data.setdefault("owned", {})["node_price"] = {"amount": _plain(price),
+                                                      "currency": str(currency or values.get("currency"))}
+
+
 def read_fx_rates(book: _Book, currency: str) -> dict[str, float]:
     """The FX table as `prices.fx_rates`: units of the plan's currency per unit of each other."""
     codes, rates = book.cells(f"{FX_TABLE}_id"), book.cells(f"{FX_TABLE}_rate")
@@ -231,6 +251,7 @@ def import_workbook(path: str | Path, catalog: Catalog) -> Imported:
         hardware.pop("effective_tflops")
     peak, rows = _catalog_changes(read_catalog_rows(book), catalog, str(values["gpu_type"]))
     hardware.update(peak)
+    _node_edits(book, catalog, str(values["gpu_type"]), values, data)
     fx = read_fx_rates(book, str(values.get("currency") or "USD"))
     if fx:
         data.setdefault("prices", {})["fx_rates"] = fx

@@ -57,6 +57,9 @@ def _tables(b: ModelBuilder) -> None:
         ("inter_node_gbit_per_s", "Inter-node bandwidth per GPU", "Gbit/s"),
         ("typical_mfu", "Typical MFU", "fraction"),
         ("tdp_w", "Board power (TDP)", "W"),
+        ("node_overhead_kw", "Node power besides the GPUs", "kW"),
+        ("node_price", "Purchase price per node (catalogs/prices.yaml)", "price"),
+        ("node_price_currency", "Currency of the node price", "text"),
     ])
     b.table(FX_TABLE, "Exchange rates: units of the plan's currency (at generation) per unit", [
         ("id", "Currency", "text"), ("rate", "Rate", "rate"),
@@ -269,8 +272,9 @@ def _inputs(b: ModelBuilder) -> _Inputs:
         path="ownership", codec="text", cite="default: rented",
         help="rented: pay the provider; owned: amortised capital, energy and operations.")
     currency_of("node_price_currency", "Currency of the node price")
-    money("node_price", "Purchase price per node, with its GPUs", "currency/node", "owned.node_price",
-          "node_price_currency", minimum=0, optional=True, cite="blank: no purchase price")
+    money("node_price", "Purchase price per node, with its GPUs (blank = the Catalog's)", "currency/node",
+          "owned.node_price", "node_price_currency", minimum=0, optional=True,
+          cite="blank: the Catalog sheet's price for the accelerator's node")
     add("depreciation_years", "Depreciation life", "years", minimum=0, positive=True,
         path="owned.depreciation_years")
     add("cost_of_capital", "Cost of capital", "fraction/year", kind="fraction", minimum=0, maximum=1,
@@ -289,8 +293,9 @@ def _inputs(b: ModelBuilder) -> _Inputs:
         minimum=0, maximum=2, path="energy.draw_training")
     add("draw_idle", "Power while reserved but idle, share of rated power", "fraction", kind="fraction",
         minimum=0, maximum=1, path="energy.draw_idle")
-    add("node_overhead_kw", "Node power besides the GPUs (CPUs, network, fans)", "kW/node", minimum=0,
-        path="energy.node_overhead_kw")
+    add("node_overhead_kw", "Node power besides the GPUs: CPUs, network, fans (blank = the Catalog's)",
+        "kW/node", minimum=0, optional=True, path="energy.node_overhead_kw",
+        cite="blank: the Catalog sheet's figure for the accelerator's node")
     currency_of("electricity_currency", "Currency of the electricity price")
     money("electricity_per_kwh", "Electricity (owned clusters pay it; rental includes it)",
           "currency/kWh", "energy.electricity_per_kwh", "electricity_currency", minimum=0)
@@ -851,8 +856,12 @@ def _cost(b: ModelBuilder, i: _Inputs) -> None:
     tdp_kw = b.item("gpu_power_kw", "GPU board power (TDP)", "kW",
                     IF(ISNUMBER(_acc("tdp_w")), _acc("tdp_w") / 1000, 0),
                     "Catalog; 0 when the catalog row has no power (a warning says so)")
+    overhead = b.item("node_overhead_kw_used", "Node power besides the GPUs", "kW",
+                      IF(ISNUMBER(i.node_overhead_kw), i.node_overhead_kw,
+                         IF(ISNUMBER(_acc("node_overhead_kw")), _acc("node_overhead_kw"), 0)),
+                      "The input, else the Catalog's figure for the accelerator's node")
     node_kw = b.item("node_power_kw", "Rated power of a node: GPUs × TDP + the node's own", "kW",
-                     r("gpus_per_node") * tdp_kw + i.node_overhead_kw)
+                     r("gpus_per_node") * tdp_kw + overhead)
     slot = node_kw / r("gpus_per_node")
     per_h = b.item("training_kwh_per_gpu_hour", "Energy per GPU-hour training, PUE included", "kWh",
                    slot * i.draw_training * i.pue, "A GPU's share of the node's power × draw × PUE")
@@ -901,11 +910,16 @@ def _cost(b: ModelBuilder, i: _Inputs) -> None:
     crf = b.item("capital_recovery_factor", "Capital recovery factor r ÷ (1 − (1 + r)^−n)", "per year",
                  IF(rate > 0, rate / (1 - EXP(0 - years * LN(1 + rate))), 1 / years),
                  "The yearly payment that repays the price with interest over the life")
+    b.item("node_price_used", "Purchase price per node, converted", "currency",
+           IF(ISNUMBER(i.node_price), i.node_price * fx["fx_node"],
+              IF(ISNUMBER(_acc("node_price")), _acc("node_price") * Lookup(FX_TABLE, "rate", _acc("node_price_currency"))
+                 / Lookup(FX_TABLE, "rate", i.currency), 0)),
+           "The input, else the Catalog's price for the accelerator's node (0: none)")
     share = b.item("life_share", "Share of the cluster's life the project uses", "fraction",
                    IF(ISNUMBER(i.life_share_override), i.life_share_override,
                       MIN(1, r("billed_days") / (years * 365))))
     capital = b.item("capital_cost", "Amortised capital", "currency",
-                     IF(ISNUMBER(i.node_price), nodes * i.node_price * fx["fx_node"] * crf * years * share, 0),
+                     nodes * r("node_price_used") * crf * years * share,
                      "Nodes × price × yearly payment × life × share used")
     owned_energy = b.item("owned_energy_cost", "Electricity", "currency", cluster_mwh * 1000 * power)
     ops = b.item("owned_ops_cost", "Operations", "currency",
@@ -1065,7 +1079,7 @@ def _checks(b: ModelBuilder, i: _Inputs) -> None:
             "A cost cell was overwritten: restore its formula",
             detail=words("The cost lines do not add up to the total: a cost cell was overwritten"))
     b.check("check_owned_priced", "An owned cluster has a purchase price",
-            OR(i.ownership.eq("rented"), ISNUMBER(i.node_price)),
+            OR(i.ownership.eq("rented"), r("node_price_used") > 0),
             "Type the purchase price per node on Inputs (Owned cluster)",
             detail=words("The cluster is owned but has no purchase price per node"))
     b.check("check_fx_rates", "Every amount's currency has an exchange rate",
@@ -1157,10 +1171,12 @@ def _checks(b: ModelBuilder, i: _Inputs) -> None:
                            " and ", ROUND(r("scaling_gpu_hours") / MAX(1, i.scaling_gpus) / 24, 1),
                            " days on their GPUs; the Timeline gives them ", i.validation_weeks * 7, " and ",
                            i.scaling_weeks * 7))
-    b.warning("warn_power_known", "The accelerator's power is in the catalog", r("gpu_power_kw") > 0,
-              "Type the board power (W) in the accelerator's row on the Catalog sheet",
-              detail=words("No board power for ", r("accelerator_name"),
-                           " in the catalog: energy and carbon count only the nodes' own power"))
+    b.warning("warn_power_known", "The accelerator's and its node's power are known",
+              AND(r("gpu_power_kw") > 0, OR(ISNUMBER(i.node_overhead_kw), ISNUMBER(_acc("node_overhead_kw")))),
+              "Type the board power (W) and the node's own power (kW) in the accelerator's row on the "
+              "Catalog sheet",
+              detail=words("The Catalog row of ", r("accelerator_name"),
+                           " lacks its board power or its node's own power: energy and carbon are low"))
     warnings = [r(w.name) for w in b.model.warnings()]
     total = SUM(*warnings)
     b.item("warning_count", "Warnings (do not block)", "checks", IF(ISERROR(total), 1, total))

@@ -122,6 +122,8 @@ def accelerator_table(catalog: Catalog, scenario: Scenario | None = None) -> Tab
             row[col] = None if fig is None else float(fig.value)
             if fig is not None:
                 cites.append(fig.cite())
+        added = scenario is not None and acc.id in {r.id for r in scenario.catalog.accelerators}
+        row.update(_node_figures(catalog, acc.id, cites, stand_in=not added))
         if scenario and scenario.hardware.peak_tflops and acc.id == scenario.hardware.accelerator:
             row["peak_bf16_tflops"] = float(scenario.hardware.peak_tflops)
             cites[0] = (f"peak overridden by the scenario (hardware.peak_tflops); "
@@ -129,6 +131,26 @@ def accelerator_table(catalog: Catalog, scenario: Scenario | None = None) -> Tab
         rows.append(row)
         sources.append("; ".join(dict.fromkeys(cites)))
     return TableData(tuple(rows), tuple(sources))
+
+
+def _node_figures(catalog: Catalog, acc_id: str, cites: list, stand_in: bool = True) -> dict:
+    """The accelerator's node from catalogs/prices.yaml: its own power and purchase price. A
+    node's own power hardly depends on its GPUs, so without a row of its own the catalog's
+    first node stands in for the power (the citation says so); the price stays blank."""
+    prices = catalog.prices
+    if prices is None or not prices.purchase:
+        return {"node_overhead_kw": None, "node_price": None, "node_price_currency": None}
+    node = prices.purchase_for(acc_id)
+    like = node or (prices.purchase[0] if stand_in else None)
+    if like is None:      # a row the scenario (or a reviewer) added: its own figures or none
+        return {"node_overhead_kw": None, "node_price": None, "node_price_currency": None}
+    cites.append(f"node power: {like.name}{'' if node else ' (no node of this accelerator listed)'}, "
+                 f"{prices.cite(like.overhead_kw_per_node)}")
+    if node is not None:
+        cites.append(f"node price: {node.name}, {prices.cite(node.price_per_node)}")
+    return {"node_overhead_kw": float(like.overhead_kw_per_node.value),
+            "node_price": float(node.price_per_node.value) if node else None,
+            "node_price_currency": node.price_per_node.currency if node else None}
 
 
 def activation_table() -> TableData:

@@ -101,6 +101,11 @@ def _compared_names(model, edited: bool):
                              if d.on_inputs_sheet and not d.is_range and not d.kind.startswith("generated"))]
     # A new generation records new gen_ cells; the search check compares with those.
     skip = {"search_inputs_changed", "check_search_inputs_unchanged", "master_check"} if edited else set()
+    # The currency cell of an amount left blank (the node price, left to the Catalog) holds no
+    # figure a scenario could carry: the reviewer's accelerator has no catalog node, so a new
+    # generation shows the plan's currency there.
+    if edited:
+        skip |= {"node_price_currency", "fx_node"}
     return [n for n in names if n not in skip]
 
 

@@ -144,7 +144,7 @@ def test_every_plan_has_energy_and_carbon_from_sourced_defaults(catalog):
     v = seed(catalog).values
     prices = catalog.prices
     assert v["pue"] == prices.energy.pue.value and v["grid_intensity"] == prices.grid("world").kg_per_kwh.value
-    node_kw = 8 * 0.7 + v["node_overhead_kw"]
+    node_kw = 8 * 0.7 + v["node_overhead_kw_used"]
     assert v["training_kwh_per_gpu_hour"] == pytest.approx(node_kw / 8 * v["draw_training"] * v["pue"])
     assert v["energy_mwh"] == pytest.approx(v["cluster_energy_mwh"] + v["extra_energy_mwh"])
     assert v["co2_tonnes"] == pytest.approx(v["energy_mwh"] * v["grid_intensity"])

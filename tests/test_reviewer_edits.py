@@ -488,14 +488,19 @@ def _texts(book: Book, sheets) -> dict:
             if isinstance(v, str) and k.split("!")[0] in sheets}
 
 
-def test_other_currency_keeps_the_totals(reviewed):
-    """The reviewer types EUR into `currency`: no amount changes (a currency is a label, not an
-    exchange rate), and the checks are as before."""
+def test_other_currency_converts_the_totals(reviewed):
+    """The reviewer types EUR into `currency`: the plan is now in euros. Every amount was typed
+    in dollars (its currency cell says USD), so each converts through the FX table's rates
+    (dollars per euro, from the catalog); the checks are as before."""
     book, base = reviewed["seed-currency-eur"], reviewed["seed"]
-    assert book["currency"] == "EUR"
-    for name in ("total_cost", "staffing_cost", "storage_cost", "rental_cost", "master_check"):
-        assert book[name] == base[name], name
-    assert book.on_summary("total_cost") == base["total_cost"]
+    assert book["currency"] == "EUR" and book["price_currency"] == "USD"
+    usd_in_eur = book.range("fx_rate")[book.range("fx_id").index("USD")] / \
+        book.range("fx_rate")[book.range("fx_id").index("EUR")]
+    assert usd_in_eur == pytest.approx(0.927)          # the catalog's euros per dollar
+    for name in ("total_cost", "staffing_cost", "storage_cost", "rental_cost"):
+        assert book[name] == pytest.approx(base[name] * usd_in_eur), name
+    assert book["master_check"] == base["master_check"]
+    assert book.on_summary("total_cost") == book["total_cost"]
 
 
 def _usd(book: Book, sheets) -> dict:
@@ -512,10 +517,21 @@ def test_other_currency_relabels_the_amounts(reviewed):
 
 
 def test_other_currency_leaves_no_usd_text(reviewed):
-    """… and no cell on the Summary, Cost or Inputs sheets still says USD (issue 7 item 7: no
-    "USD" typed into cells; the units on Inputs follow the currency too)."""
+    """… and no cell on the Summary or Cost sheets still says USD (issue 7 item 7: no "USD"
+    typed into cells); on Inputs, USD shows only where an amount is still in dollars: its
+    currency cell and the unit beside it, which follows that cell."""
     book = reviewed["seed-currency-eur"]
-    assert not _usd(book, PRESENTATION)
+    from budget.model import build_model
+    model = build_model()
+    dollar = {n for n, d in model.inputs.items() if d.unit == "ISO 4217 code" and book[n] == "USD"}
+    rows = {book.names[n] for n in dollar}
+    rows |= {book.names[d.name] for d in model.inputs.values() if d.currency in dollar and not d.is_range}
+    allowed = {cell for ref in rows for cell in (ref, ref.replace("!B", "!C"))}
+    if "staff_currency" in dollar:     # the staffing table's heading "(USD/month)"
+        sheet, ref = book.names["staff_monthly_cost"].split("!")
+        col, top = coordinate_from_string(ref.split(":")[0])
+        allowed.add(f"{sheet}!{col}{top - 1}")
+    assert not {k: v for k, v in _usd(book, PRESENTATION).items() if k not in allowed}
 
 
 # --- the Summary in words --------------------------------------------------------------------

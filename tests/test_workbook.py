@@ -247,8 +247,8 @@ def test_every_currency_label_is_a_formula_over_the_currency_cell(book):
 
 
 def test_a_book_of_another_currency_labels_every_total_in_it(catalog):
-    """Seed 002's example in yuan: the catalog defaults (electricity, operations, node price)
-    and the plausibility band are dollar amounts (their currency cells say USD, their rows' units follow them, the FX table converts
+    """Seed 002's example in yuan: the catalog defaults (electricity, operations) and the
+    plausibility band are dollar amounts (their currency cells say USD, their rows' units follow them, the FX table converts
     them); every line of the bill and every total is labelled CNY."""
     from support import SEED_H100, plan_of, raw, with_changes
     plan = plan_of(with_changes(raw(SEED_H100), {"prices.currency": "CNY"}), catalog, "cny")
@@ -256,6 +256,7 @@ def test_a_book_of_another_currency_labels_every_total_in_it(catalog):
     wb = openpyxl.load_workbook(io.BytesIO(result.data))
     dollar_inputs = {n for n in CURRENCY_INPUTS if plan.inputs[n].value == "USD"}
     # the seed types its storage price, so it is in the plan's currency; the defaults are not
+    # (the node price is left to the Catalog: its currency cell shows the catalog node's)
     assert dollar_inputs == {"plausibility_currency", "electricity_currency", "ops_currency",
                              "node_price_currency"}
     dollar_rows = {int(result.names[n].split("!B")[1]) for n in dollar_inputs}
