@@ -77,7 +77,9 @@ def decision(plan, status: dict, digest: str, workbook) -> dict:
     for name in KEY_ASSUMPTIONS:
         d = model.inputs.get(name) or model.items[name]
         value = v["accelerator_name"] if name == "gpu_type" else v[name]
-        assumptions.append({"label": d.label, "value": _shown(value, d.unit, cur)})
+        # an amount is shown in the currency it is typed in (its own currency cell)
+        currency = v.get(getattr(d, "currency", "")) or cur
+        assumptions.append({"label": d.label, "value": _shown(value, d.unit, currency)})
     # The committee approves the recommended option when there is one, else the plan itself;
     # an option's range is the base plan's relative range (as on the Compare sheet).
     pick = plans[best][1] if (plan.options and best is not None) else plan

@@ -106,7 +106,8 @@ def report_context(plan: Plan, workbook=None) -> dict:
         else:
             d, value, source = model.inputs[name], plan.inputs[name].value, plan.inputs[name].source
         assumptions.append({"label": d.label, "value": _value(name, value, d.unit),
-                            "unit": "" if d.unit in {"text", "date"} else d.unit.replace("currency", cur),
+                            "unit": "" if d.unit in {"text", "date"} else
+                            d.unit.replace("currency", v.get(getattr(d, "currency", "")) or cur),
                             "source": source})
     failures = [_failure_row(name, label, v[name], model.items[name].unit)
                 for name, label in (
