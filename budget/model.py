@@ -61,8 +61,8 @@ def _tables(b: ModelBuilder) -> None:
         ("node_price", "Purchase price per node (catalogs/prices.yaml)", "price"),
         ("node_price_currency", "Currency of the node price", "text"),
     ])
-    b.table(FX_TABLE, "Exchange rates: units of the plan's currency (at generation) per unit", [
-        ("id", "Currency", "text"), ("rate", "Rate", "rate"),
+    b.table(FX_TABLE, "Exchange rates (catalogs/prices.yaml, prices.fx_rates): any one currency at 1", [
+        ("id", "Currency", "text"), ("rate", "Units of the plan's currency at generation per unit", "×"),
     ])
     b.table(ACTIVATION_TABLE, "Activation memory per layer, bytes per s·b·h (Korthikanti et al. 2022, Table 2)", [
         ("id", "Recomputation / sequence parallel", "text"),

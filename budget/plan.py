@@ -144,10 +144,11 @@ def _node_figures(catalog: Catalog, acc_id: str, cites: list, stand_in: bool = T
     like = node or (prices.purchase[0] if stand_in else None)
     if like is None:      # a row the scenario (or a reviewer) added: its own figures or none
         return {"node_overhead_kw": None, "node_price": None, "node_price_currency": None}
-    cites.append(f"node power: {like.name}{'' if node else ' (no node of this accelerator listed)'}, "
-                 f"{prices.cite(like.overhead_kw_per_node)}")
+    # short citations, as the other figures' (source key and date; catalogs/prices.yaml expands them)
+    cites.append(f"node power: {like.id}{'' if node else ' (no node of this accelerator listed)'}, "
+                 f"{like.overhead_kw_per_node.cite()}")
     if node is not None:
-        cites.append(f"node price: {node.name}, {prices.cite(node.price_per_node)}")
+        cites.append(f"node price: {node.id}, {node.price_per_node.cite()}")
     return {"node_overhead_kw": float(like.overhead_kw_per_node.value),
             "node_price": float(node.price_per_node.value) if node else None,
             "node_price_currency": node.price_per_node.currency if node else None}
