@@ -1,24 +1,35 @@
 """The Cashflow sheet: the Cost sheet's lines spread over calendar months, as live formulas.
 
 Months run from the first of the project's start month (formulas over `start_date`, so moving
-the start moves them), twice as many as the project needs and at least 24 (`plan._structure`
-sizes them; `check_cashflow_fits` fails when an edit makes the project outgrow them). Each line
-is spread by the days of its period that fall in each month, an overlap of half-open intervals
-of date serials, MAX(0, MIN(month end, period end) - MAX(month start, period start)):
+the start moves them), twice as many as spending needs (`spend_months`) and at least 24
+(`plan._structure` sizes them; `check_cashflow_fits` fails when an edit makes spending outgrow
+them). Every month's cell spreads a Cost sheet line item itself, never a cost re-derived from
+prices, so the months add up to `total_cost` whatever the tier, ownership or currency. A line is
+spread pro rata over its period by the days of the period inside the month, an overlap of
+half-open intervals of date serials, MAX(0, MIN(month end, period end) - MAX(month start, period
+start)) ÷ the period's days; a period of no days puts its line wholly in the month holding its
+start (so no formula divides by zero):
 
-* billed rental: reserved GPUs × 24 × price × the days of the reservation (from the start of
-  setup, `training_start + queue_days`, to `evaluation_end`) in the month;
-* validation and scaling runs: their phases' days in the month × GPUs × 24 × price;
-* network: the month's billed and experiment GPU-hours × the network price;
-* storage: `storage_cost` × the month's share of the months held from the project start;
-* staffing: `staffing_cost` × the month's share of the staffing table at its rates, each role
-  paid from the project start for its months (blank months: the project's length);
-* the buffer: the buffer rate × the month's subtotal.
+* `cluster_cost` over the reservation, setup to the end of evaluation [reservation_start,
+  evaluation_end); a cluster rented on a reserved term pays `reserved_upfront_cost` in the month
+  the term starts and the rest over the whole term when it outlasts the run,
+  [reservation_start, reservation_start + MAX(evaluation_end - reservation_start,
+  reserved_term_months × 365/12)): one formula per month that follows `price_tier` and `ownership`;
+* `experiment_cost`: the validation runs' share of its GPU-hours over the validation phase, the
+  scaling runs' over the scaling phase;
+* `rollback_cost` over setup to the end of training; `post_training_cost` over evaluation;
+  `serving_cost` from `deployment_start` for `serving_months`; `network_cost` over the reservation;
+* `storage_cost` over the months held from the project start; `staffing_cost` by the month's
+  share of the staffing table at its rates, each role paid from the project start for its months
+  (blank months: the project's length);
+* the buffer: the buffer rate × the month's subtotal; VAT: (the month's subtotal - its staffing)
+  × (1 + buffer rate) × the VAT rate, none when VAT is recoverable.
 
 Totals per month (`cashflow_month_total`), per calendar year and per fiscal year (its start
 month an input; a fiscal year is named by the calendar year in which it ends). Every expected
 value is computed here with the spreadsheet's arithmetic, LibreOffice's near-zero snapping of
-differences included, so the recalculation tests hold each cell to the plan.
+differences and its approximate comparisons included, so the recalculation tests hold each cell
+to the plan.
 """
 
 from __future__ import annotations
@@ -30,7 +41,8 @@ from openpyxl.styles import Font
 from openpyxl.utils import get_column_letter
 
 from .bind import excel_serial, from_serial
-from .formula import _approx_equal, _ge, _gt, _lt
+from .formula import _approx_equal, _eq, _ge, _gt, _le, _lt
+from .model import COST_LINES
 from .workbook import NOTE_FONT, SECTION_FONT, put_text
 
 FIRST_COL = 5          # E: the first month; A label, B sum of months, C Cost sheet, D unit
@@ -64,6 +76,7 @@ class _Sheet:
         self.months = len(plan.inputs["cashflow_month_cells"].value)
         self.first = get_column_letter(FIRST_COL)
         self.last = get_column_letter(FIRST_COL + self.months - 1)
+        self.head_row, self.ends_row = 4, 5     # the months' first days, and their ends
 
     def span(self, row: int, absolute: bool = False) -> str:
         d = "$" if absolute else ""
@@ -98,6 +111,26 @@ class _Sheet:
         return values
 
 
+class _Period:
+    """A row of the days of the period [lo, hi) in each month (column C: its `length` in days),
+    and each month's share of the period: the days ÷ the length, or, for a period of no days,
+    1 in the month holding lo and 0 elsewhere, so no formula divides by zero."""
+
+    def __init__(self, s: "_Sheet", row: int, label: str, lo_name: str, hi_text: str, length_text: str,
+                 lo: float, hi: float, length: float, starts: list[float], ends: list[float]):
+        self.s, self.row, self.lo_name, self.lo, self.length = s, row, lo_name, lo, length
+        self.days = s.line(row, label, "days", DAYS,
+                           lambda x: f"MAX(0,MIN({x}${s.ends_row},{hi_text})-MAX({x}${s.head_row},{lo_name}))",
+                           [_overlap(a, b, lo, hi) for a, b in zip(starts, ends)], (length_text, length))
+        self.shares = [d / length if _gt(length, 0) else float(_le(a, lo) and _lt(lo, b))
+                       for d, a, b in zip(self.days, starts, ends)]
+
+    def share(self, x: str) -> str:
+        r, s = self.row, self.s
+        return (f"IF($C${r}>0,{x}{r}/$C${r},"
+                f"({x}${s.head_row}<={self.lo_name})*({self.lo_name}<{x}${s.ends_row}))")
+
+
 def write_cashflow(w, ws, plan) -> None:
     """The Cashflow sheet of `w` (a budget.workbook._Writer) for `plan`."""
     s = _Sheet(w, ws, plan)
@@ -105,7 +138,7 @@ def write_cashflow(w, ws, plan) -> None:
     w.title(ws, "Cashflow", "The Cost sheet's lines by calendar month, from the project's start month; "
                             "totals by calendar and fiscal year. Each line is spread by the days of its "
                             "period in each month.")
-    head, ends, cal, fis = 4, 5, 6, 7
+    head, ends, cal, fis = s.head_row, s.ends_row, 6, 7
 
     # --- the months ---------------------------------------------------------------------
     starts, month_ends = [], []
@@ -140,28 +173,57 @@ def write_cashflow(w, ws, plan) -> None:
     s.label(fis, "Fiscal year (named by the year it ends in)")
     w.define("cashflow_month_cells", ws, s.span(head, True))
 
-    # --- days of each period in each month ----------------------------------------------
+    # --- how each line is spread: the days of its period in each month ------------------
     row = 9
-    s.section(row, "Days in the month")
-    res_start = v["training_start"] + v["queue_days"]
+    s.section(row, "How each line is spread: the days of its period in the month (no days: all in the month it starts)")
+    flag_row = row + 1
+    s.label(flag_row, "Cluster rented on a reserved term (1 = yes): paid up front, billed for the whole term")
+    term = 1.0 if _eq(v["price_tier"], "reserved") and _eq(v["ownership"], "rented") else 0.0
+    cell = w.formula(ws, flag_row, 2, 'IF(AND(price_tier="reserved",ownership="rented"),1,0)', term, "0")
+    cell.font = Font(bold=True)
+    w.unit_cell(ws, flag_row, 4, "1 = yes")
+
+    rows = iter(range(flag_row + 1, flag_row + 20))
+
+    def period(label, lo_name, hi_text, length_text, lo, hi, length):
+        return _Period(s, next(rows), label, lo_name, hi_text, length_text, lo, hi, length,
+                       starts, month_ends)
+
+    rs, ev_end = v["reservation_start"], v["evaluation_end"]
+    reservation = period("Reservation: setup to the end of evaluation", "reservation_start",
+                         "evaluation_end", "evaluation_end-reservation_start",
+                         rs, ev_end, _sub(ev_end, rs))
+    term_days = max(_sub(ev_end, rs), term * v["reserved_term_months"] * 365 / 12)
+    cluster_len = f"MAX(evaluation_end-reservation_start,$B${flag_row}*reserved_term_months*365/12)"
+    billed = period("Cluster billed: the reservation, or a reserved term that outlasts it", "reservation_start",
+                    f"reservation_start+{cluster_len}", cluster_len, rs, rs + term_days, term_days)
+    up_row = next(rows)
+    upfront_total = term * v["reserved_upfront_cost"]
+    upfront = s.line(up_row, "Cluster: a reserved term's upfront payment, in the month the term starts",
+                     "currency", MONEY,
+                     lambda x: f"$B${flag_row}*reserved_upfront_cost*({x}${head}<=reservation_start)"
+                               f"*(reservation_start<{x}${ends})",
+                     [upfront_total * float(_le(a, rs)) * float(_lt(rs, b)) for a, b in zip(starts, month_ends)],
+                     (f"$B${flag_row}*reserved_upfront_cost", upfront_total))
+    validation = period("Small-scale validation runs", "validation_start", "validation_end",
+                        "validation_end-validation_start", v["validation_start"], v["validation_end"],
+                        _sub(v["validation_end"], v["validation_start"]))
+    scaling = period("Mid-scale scaling runs", "scaling_start", "scaling_end", "scaling_end-scaling_start",
+                     v["scaling_start"], v["scaling_end"], _sub(v["scaling_end"], v["scaling_start"]))
+    rollback = period("Rollbacks: setup to the end of training", "reservation_start", "training_end",
+                      "training_end-reservation_start", rs, v["training_end"], _sub(v["training_end"], rs))
+    post = period("Post-training: evaluation and fine-tuning", "evaluation_start", "evaluation_end",
+                  "evaluation_end-evaluation_start", v["evaluation_start"], ev_end,
+                  _sub(ev_end, v["evaluation_start"]))
+    served = v["serving_months"] * 365 / 12
+    serving = period("Serving: from the deployment start for its months", "deployment_start",
+                     "deployment_start+serving_months*365/12", "serving_months*365/12",
+                     v["deployment_start"], v["deployment_start"] + served, served)
     held = v["storage_months_used"] * 365 / 12
-
-    def days(r, label, lo_text, hi_text, lo, hi, cost_sheet):
-        return s.line(r, label, "days", DAYS,
-                      lambda x: f"MAX(0,MIN({x}${ends},{hi_text})-MAX({x}${head},{lo_text}))",
-                      [_overlap(a, b, lo, hi) for a, b in zip(starts, month_ends)], cost_sheet)
-
-    d_res, d_val, d_sca, d_sto, staff_row = range(row + 1, row + 6)
-    res = days(d_res, "Cluster reserved: setup to the end of evaluation (billed)",
-               "training_start+queue_days", "evaluation_end", res_start, v["evaluation_end"],
-               ("billed_days", v["billed_days"]))
-    val = days(d_val, "Small-scale validation", "validation_start", "validation_end",
-               v["validation_start"], v["validation_end"], ("validation_weeks*7", v["validation_weeks"] * 7))
-    sca = days(d_sca, "Mid-scale scaling runs", "scaling_start", "scaling_end",
-               v["scaling_start"], v["scaling_end"], ("scaling_weeks*7", v["scaling_weeks"] * 7))
-    sto = days(d_sto, "Storage held, from the project start", "start_date",
-               "start_date+storage_months_used*365/12", v["start_date"], v["start_date"] + held,
-               ("storage_months_used*365/12", held))
+    storage = period("Storage held, from the project start", "start_date",
+                     "start_date+storage_months_used*365/12", "storage_months_used*365/12",
+                     v["start_date"], v["start_date"] + held, held)
+    staff_row = next(rows)
     staff_w = [_staff_weight(v, a, b) for a, b in zip(starts, month_ends)]
     end_of_role = 'start_date+(staff_months+(staff_months="")*project_months)*365/12'
     s.line(staff_row, "Staffing at the table's rates, each role from the project start for its months",
@@ -172,45 +234,66 @@ def write_cashflow(w, ws, plan) -> None:
            staff_w)
     staff_sum = math.fsum(staff_w)
 
-    # --- cash out -------------------------------------------------------------------------
+    # --- cash out: each Cost sheet line by its period's share of the month ---------------
     row = staff_row + 2
     s.section(row, "Cash out by month")
-    price, res_gpus = v["price_per_gpu_hour"], v["reserved_gpus"]
-    vg, sg, net = v["validation_gpus"], v["scaling_gpus"], v["network_per_gpu_hour"]
-    r_rent, r_val, r_sca, r_net, r_sto, r_staff = range(row + 1, row + 7)
-    r_sub, r_buf, r_tot, r_cum = range(row + 7, row + 11)
-    rent = s.line(r_rent, "GPU rental, billed: reserved GPUs × 24 × price × reserved days", "currency", MONEY,
-                  lambda x: f"reserved_gpus*24*price_per_gpu_hour*{x}{d_res}",
-                  [res_gpus * 24 * price * d for d in res], ("billed_rental_cost", v["billed_rental_cost"]))
-    vals = s.line(r_val, "Validation runs: GPUs × 24 × price × days", "currency", MONEY,
-                  lambda x: f"validation_gpus*24*price_per_gpu_hour*{x}{d_val}",
-                  [vg * 24 * price * d for d in val],
-                  ("validation_gpus*validation_weeks*7*24*price_per_gpu_hour",
-                   vg * v["validation_weeks"] * 7 * 24 * price))
-    scas = s.line(r_sca, "Scaling runs: GPUs × 24 × price × days", "currency", MONEY,
-                  lambda x: f"scaling_gpus*24*price_per_gpu_hour*{x}{d_sca}",
-                  [sg * 24 * price * d for d in sca],
-                  ("scaling_gpus*scaling_weeks*7*24*price_per_gpu_hour", sg * v["scaling_weeks"] * 7 * 24 * price))
-    nets = s.line(r_net, "Network: the month's billed and experiment GPU-hours × price", "currency", MONEY,
-                  lambda x: f"(reserved_gpus*{x}{d_res}+validation_gpus*{x}{d_val}+scaling_gpus*{x}{d_sca})*24*network_per_gpu_hour",
-                  [(res_gpus * a + vg * b + sg * c) * 24 * net for a, b, c in zip(res, val, sca)],
-                  ("network_cost", v["network_cost"]))
-    stos = s.line(r_sto, "Storage: its cost × the month's share of the months held", "currency", MONEY,
-                  lambda x: f"IF(storage_months_used>0,storage_cost*{x}{d_sto}/(storage_months_used*365/12),0)",
-                  [v["storage_cost"] * d / held if held > 0 else 0.0 for d in sto],
-                  ("storage_cost", v["storage_cost"]))
-    staffs = s.line(r_staff, "Staffing: its cost × the month's share of the table above", "currency", MONEY,
-                    lambda x: f"IF($B${staff_row}>0,staffing_cost*{x}{staff_row}/$B${staff_row},0)",
-                    [v["staffing_cost"] * x / staff_sum if staff_sum > 0 else 0.0 for x in staff_w],
-                    ("staffing_cost", v["staffing_cost"]))
-    subs = s.line(r_sub, "Subtotal", "currency", MONEY, lambda x: f"SUM({x}{r_rent}:{x}{r_staff})",
-                  [math.fsum(p) for p in zip(rent, vals, scas, nets, stos, staffs)],
-                  ("subtotal_cost", v["subtotal_cost"]))
+    vh, sh, eh = v["validation_gpu_hours"], v["scaling_gpu_hours"], v["experiment_gpu_hours"]
+    split = [((vh * a + sh * b) / eh if _gt(eh, 0) else 0.0) for a, b in zip(validation.shares, scaling.shares)]
+    spread = {   # line item -> (label, the month's formula, its values)
+        "cluster_cost": (
+            "Cluster, rented or owned: the upfront payment, the rest by the billed days",
+            lambda x: f"{x}{up_row}+(cluster_cost-$C${up_row})*{billed.share(x)}",
+            [u + _sub(v["cluster_cost"], upfront_total) * f for u, f in zip(upfront, billed.shares)]),
+        "experiment_cost": (
+            "Validation and scaling runs: each one's GPU-hours by its phase's days",
+            lambda x: (f"experiment_cost*IF(experiment_gpu_hours>0,(validation_gpu_hours*{validation.share(x)}"
+                       f"+scaling_gpu_hours*{scaling.share(x)})/experiment_gpu_hours,0)"),
+            [v["experiment_cost"] * f for f in split]),
+        "rollback_cost": ("Rollback allowance: by the days from setup to the end of training",
+                          lambda x: f"rollback_cost*{rollback.share(x)}",
+                          [v["rollback_cost"] * f for f in rollback.shares]),
+        "post_training_cost": ("Post-training: by the days of evaluation and fine-tuning",
+                               lambda x: f"post_training_cost*{post.share(x)}",
+                               [v["post_training_cost"] * f for f in post.shares]),
+        "serving_cost": ("Serving: by the days served from the deployment start",
+                         lambda x: f"serving_cost*{serving.share(x)}",
+                         [v["serving_cost"] * f for f in serving.shares]),
+        "network_cost": ("Network: by the days of the reservation",
+                         lambda x: f"network_cost*{reservation.share(x)}",
+                         [v["network_cost"] * f for f in reservation.shares]),
+        "storage_cost": ("Storage: by the days held", lambda x: f"storage_cost*{storage.share(x)}",
+                         [v["storage_cost"] * f for f in storage.shares]),
+        "staffing_cost": ("Staffing: its cost × the month's share of the table above",
+                          lambda x: f"IF($B${staff_row}>0,staffing_cost*{x}{staff_row}/$B${staff_row},0)",
+                          [v["staffing_cost"] * x / staff_sum if _gt(staff_sum, 0) else 0.0 for x in staff_w]),
+    }
+    if set(spread) != set(COST_LINES):
+        raise ValueError(f"the Cashflow sheet spreads {sorted(spread)}, the Cost sheet's lines are "
+                         f"{sorted(COST_LINES)}: give every line a period")
+    first_line = row + 1
+    lines = {}
+    for k, name in enumerate(COST_LINES):
+        label, text, values = spread[name]
+        lines[name] = s.line(first_line + k, label, "currency", MONEY, text, values, (name, v[name]))
+    last_line = first_line + len(COST_LINES) - 1
+    staff_line = first_line + COST_LINES.index("staffing_cost")
+    r_sub, r_buf, r_vat, r_tot, r_cum = range(last_line + 1, last_line + 6)
+    subs = s.line(r_sub, "Subtotal", "currency", MONEY, lambda x: f"SUM({x}{first_line}:{x}{last_line})",
+                  [math.fsum(p) for p in zip(*lines.values())], ("subtotal_cost", v["subtotal_cost"]))
+    rate = v["buffer_rate"]
     bufs = s.line(r_buf, "Contingency buffer: the buffer rate × the month's subtotal", "currency", MONEY,
-                  lambda x: f"{x}{r_sub}*buffer_rate", [x * v["buffer_rate"] for x in subs],
+                  lambda x: f"{x}{r_sub}*buffer_rate", [x * rate for x in subs],
                   ("buffer_cost", v["buffer_cost"]))
-    tots = s.line(r_tot, "Total by month", "currency", MONEY, lambda x: f"{x}{r_sub}+{x}{r_buf}",
-                  [a + b for a, b in zip(subs, bufs)], ("total_cost", v["total_cost"]), bold=True)
+    recoverable = _eq(v["vat_recoverable"], "yes")
+    vats = s.line(r_vat, "VAT or sales tax: (subtotal − staffing) × (1 + buffer rate) × VAT rate, "
+                         "none when recoverable", "currency", MONEY,
+                  lambda x: (f'IF(vat_recoverable="yes",0,({x}{r_sub}-{x}{staff_line})'
+                             f"*(1+buffer_rate)*vat_rate)"),
+                  [0.0 if recoverable else _sub(a, b) * (1 + rate) * v["vat_rate"]
+                   for a, b in zip(subs, lines["staffing_cost"])],
+                  ("vat_in_total", v["vat_in_total"]))
+    tots = s.line(r_tot, "Total by month", "currency", MONEY, lambda x: f"{x}{r_sub}+{x}{r_buf}+{x}{r_vat}",
+                  [a + b + c for a, b, c in zip(subs, bufs, vats)], ("total_cost", v["total_cost"]), bold=True)
     w.define("cashflow_month_total", ws, s.span(r_tot, True))
     cum, running = [], 0.0
     for t in tots:
@@ -232,7 +315,7 @@ def write_cashflow(w, ws, plan) -> None:
     cell = w.formula(ws, row + 2, 2, f"IF(ABS(B{r_tot}-total_cost)<=ABS(total_cost)/1000/1000/1000,0,1)",
                      0.0 if fine else 1.0, "0")
     w.flag_format(ws, cell.coordinate)
-    s.label(row + 3, "The months cover the project, its storage and staffing (check_cashflow_fits)")
+    s.label(row + 3, "The months cover all spending, a reserved term and serving included (check_cashflow_fits)")
     cell = w.formula(ws, row + 3, 2, "check_cashflow_fits", v["check_cashflow_fits"], "0")
     w.flag_format(ws, cell.coordinate)
 
@@ -250,10 +333,14 @@ def write_cashflow(w, ws, plan) -> None:
     cell = w.formula(ws, row + 1, 1, note, text, None)
     cell.style = "Normal"
     cell.font = NOTE_FONT
-    put_text(ws.cell(row + 2, 1), "Each month's share is by days: the reservation, the phases, storage "
-                                  "and each role run over half-open date intervals, so a period that "
-                                  "starts or ends mid-month pays for the part of the month inside it.")
+    put_text(ws.cell(row + 2, 1), "Each month's share is by days: every line's period, storage and each "
+                                  "role run over half-open date intervals, so a period that starts or "
+                                  "ends mid-month pays for the part of the month inside it; a period of "
+                                  "no days is paid in the month it starts.")
     ws.cell(row + 2, 1).font = NOTE_FONT
+    put_text(ws.cell(row + 3, 1), "Each line spreads the Cost sheet's own figure (column C), so the months "
+                                  "follow any edit there: price tier, ownership, currency or VAT.")
+    ws.cell(row + 3, 1).font = NOTE_FONT
 
     w.widths(ws, [52, 14, 14, 12])
     ws.freeze_panes = ws.cell(head + 1, FIRST_COL)
@@ -326,8 +413,9 @@ def _year_table(s: _Sheet, row: int, heading: str, key_row: int, keys: list[floa
 
 
 def month_totals(result) -> list[tuple[float, float]]:
-    """(first day of the month, total spent in it) for every month of a written workbook's
-    Cashflow sheet: the values its formulas compute (`WorkbookResult.expected`)."""
+    """(first day of the month, total spent in it, buffer and VAT included) for every month of a
+    written workbook's Cashflow sheet: the values its formulas compute (`WorkbookResult.expected`),
+    which add up to `total_cost` when the months cover the spending (`check_cashflow_fits`)."""
     def cells(name: str) -> list:
         sheet, ref = result.names[name].split("!")
         first, last = ref.split(":")

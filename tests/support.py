@@ -35,7 +35,7 @@ def with_changes(data: dict, changes: dict) -> dict:
         if value is None:
             node.pop(last, None)
         else:
-            node[last] = value
+            node[last] = copy.deepcopy(value)
     return out
 
 
