@@ -26,6 +26,7 @@ PHASES = (("data_prep", "Data preparation"), ("validation", "Small-scale validat
           ("evaluation", "Evaluation and fine-tuning"), ("deployment", "Deployment"))
 SEGMENTS = (("queue_days", "Queue wait"), ("setup_days", "Setup"), ("transfer_days", "Data transfer"),
             ("train_days", "Training (pure compute)"), ("failure_loss_days", "Failures and checkpoints"),
+            ("rollback_days", "Rollbacks (loss spikes, bad data)"),
             ("evaluation_days", "Evaluation and fine-tuning"))
 # The total's lines, in the model's order (budget/model.py: COST_LINES, AFTER_SUBTOTAL).
 REPORT_LINES = (*COST_LINES, *AFTER_SUBTOTAL)
@@ -154,7 +155,7 @@ def report_context(plan: Plan, workbook=None) -> dict:
         "decision": decision(plan, state, scenario_digest(plan), workbook or write_workbook(plan)),
         # the memo lines that say something for this plan (a zero VAT or unused reservation does not)
         "memo": [{"label": model.items[name].label, "amount": _money(v[name], cur)}
-                 for name in MEMO_LINES if v[name] or name in ("rental_cost", "rental_gap_cost")],
+                 for name in MEMO_LINES if _memo_applies(name, v)],
         "energy": {"mwh": f"{v['energy_mwh']:,.0f}", "co2": f"{v['co2_tonnes']:,.0f}",
                    "pue": f"{v['pue']:g}", "grid": f"{v['grid_intensity']:g}",
                    "kwh_per_gpu_hour": f"{v['training_kwh_per_gpu_hour']:.2f}",
@@ -196,6 +197,16 @@ def _gantt(plan: Plan, phases: list[dict]) -> dict:
         month = dt.date(month.year + (month.month == 12), month.month % 12 + 1, 1)
     return {"bars": bars, "ticks": ticks, "height": 30 + len(phases) * row + 24,
             "axis_y": 30 + len(phases) * row + 4, "left": left, "right": left + width}
+
+
+def _memo_applies(name: str, v) -> bool:
+    """The seed's arithmetic always; what renting would cost only beside an owned cluster (a
+    rented one's cluster line is that rental); the others when they are not zero."""
+    if name in ("rental_cost", "rental_gap_cost"):
+        return True
+    if name == "billed_rental_cost":
+        return v["ownership"] == "owned"
+    return bool(v[name])
 
 
 def _cost_chart(plan: Plan) -> dict:
