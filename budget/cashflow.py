@@ -239,6 +239,10 @@ def write_cashflow(w, ws, plan) -> None:
     s.section(row, "Cash out by month")
     vh, sh, eh = v["validation_gpu_hours"], v["scaling_gpu_hours"], v["experiment_gpu_hours"]
     split = [((vh * a + sh * b) / eh if _gt(eh, 0) else 0.0) for a, b in zip(validation.shares, scaling.shares)]
+    def by_period(name, label, period):
+        """A line spread by its period's days in each month."""
+        return label, lambda x: f"{name}*{period.share(x)}", [v[name] * f for f in period.shares]
+
     spread = {   # line item -> (label, the month's formula, its values)
         "cluster_cost": (
             "Cluster, rented or owned: the upfront payment, the rest by the billed days",
@@ -249,20 +253,13 @@ def write_cashflow(w, ws, plan) -> None:
             lambda x: (f"experiment_cost*IF(experiment_gpu_hours>0,(validation_gpu_hours*{validation.share(x)}"
                        f"+scaling_gpu_hours*{scaling.share(x)})/experiment_gpu_hours,0)"),
             [v["experiment_cost"] * f for f in split]),
-        "rollback_cost": ("Rollback allowance: by the days from setup to the end of training",
-                          lambda x: f"rollback_cost*{rollback.share(x)}",
-                          [v["rollback_cost"] * f for f in rollback.shares]),
-        "post_training_cost": ("Post-training: by the days of evaluation and fine-tuning",
-                               lambda x: f"post_training_cost*{post.share(x)}",
-                               [v["post_training_cost"] * f for f in post.shares]),
-        "serving_cost": ("Serving: by the days served from the deployment start",
-                         lambda x: f"serving_cost*{serving.share(x)}",
-                         [v["serving_cost"] * f for f in serving.shares]),
-        "network_cost": ("Network: by the days of the reservation",
-                         lambda x: f"network_cost*{reservation.share(x)}",
-                         [v["network_cost"] * f for f in reservation.shares]),
-        "storage_cost": ("Storage: by the days held", lambda x: f"storage_cost*{storage.share(x)}",
-                         [v["storage_cost"] * f for f in storage.shares]),
+        "rollback_cost": by_period("rollback_cost", "Rollback allowance: by the days from setup to the end of training",
+                                   rollback),
+        "post_training_cost": by_period("post_training_cost",
+                                        "Post-training: by the days of evaluation and fine-tuning", post),
+        "serving_cost": by_period("serving_cost", "Serving: by the days served from the deployment start", serving),
+        "network_cost": by_period("network_cost", "Network: by the days of the reservation", reservation),
+        "storage_cost": by_period("storage_cost", "Storage: by the days held", storage),
         "staffing_cost": ("Staffing: its cost × the month's share of the table above",
                           lambda x: f"IF($B${staff_row}>0,staffing_cost*{x}{staff_row}/$B${staff_row},0)",
                           [v["staffing_cost"] * x / staff_sum if _gt(staff_sum, 0) else 0.0 for x in staff_w]),
