@@ -589,9 +589,13 @@ def _check_prices(s: Scenario, catalog: Catalog) -> None:
     if s.prices.catalog is not None:
         ids = [r.id for r in prices.rental]
         if s.prices.catalog not in ids:
+            # the prices of the chosen accelerator are the ones worth listing
+            own = [r.id for r in prices.rental if r.accelerator == s.hardware.accelerator]
+            listed = (f"for {s.hardware.accelerator}: {', '.join(own)}" if own
+                      else f"(rental; none for {s.hardware.accelerator}: give prices.per_gpu_hour)")
             raise rule_error(f"unknown price id {s.prices.catalog!r}",
                              f"{suggest(s.prices.catalog, ids)}use an id from catalogs/prices.yaml "
-                             f"(rental): {', '.join(ids)}", "prices.catalog")
+                             f"{listed}", "prices.catalog")
         row = prices.rental_price(s.prices.catalog)
         if row.accelerator != s.hardware.accelerator:
             raise rule_error(f"{row.id} prices {row.accelerator}, not {s.hardware.accelerator}",

@@ -315,3 +315,20 @@ def test_the_new_lines_move_when_the_reviewer_edits_their_drivers(edited_books):
     for name, factor in (("rollback_cost", 2), ("post_training_gpu_hours", 2), ("validation_gpu_hours", 2)):
         assert relative_difference(_named(values, result.names, name), want[name]) <= 1e-9, name
         assert want[name] == pytest.approx(plan.values[name] * factor), name
+
+
+def test_an_unknown_price_id_is_one_message_with_exit_status_2(tmp_path, capsys):
+    """The CLI names the file, the field and the fix, lists the accelerator's prices, and
+    writes nothing."""
+    from budget.cli import main
+    data = with_changes(raw(SEED_H100), {"prices.per_gpu_hour": None, "prices.catalog": "h100_tokenai"})
+    path = tmp_path / "bad.yaml"
+    path.write_text(yaml.safe_dump(data, allow_unicode=True), encoding="utf-8")
+    code = main([str(path), "-o", str(tmp_path / "out")])
+    err = capsys.readouterr().err
+    assert code == 2
+    assert err.startswith(f"error: {path}: prices.catalog: unknown price id 'h100_tokenai'\n"
+                          "  fix: did you mean 'h100_token_ai_seed002'? use an id from catalogs/prices.yaml "
+                          "for nvidia_h100_sxm: h100_token_ai_seed002, ")
+    assert "a100" not in err and "Traceback" not in err
+    assert not (tmp_path / "out").exists()
