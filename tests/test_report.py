@@ -150,3 +150,28 @@ def test_memo_lines_sit_under_not_in_the_total(seed_h100, render):
     assert total < memo
     assert text.index("3,500,000 USD", memo) > memo            # the seed's pure-training rental
     assert text.index("599,943 USD", memo) > memo              # billed minus pure
+
+
+def test_chinese_text_renders_in_a_cjk_font(tmp_path, catalog):
+    """Scenario text in Chinese (a plan in yuan with Chinese role names) prints in the CJK font
+    the stack names and fontconfig matches for Simplified Chinese (zh-cn), and comes back out of
+    the printed PDF as text."""
+    from support import require_tool
+    fc_match = require_tool(__import__("shutil").which("fc-match"), "fontconfig (fc-match)",
+                            "apt-get install -y fontconfig fonts-noto-cjk")
+    family = subprocess.run([fc_match, "-f", "%{family[0]}", ":lang=zh-cn"], capture_output=True,
+                            text=True, timeout=30).stdout
+    html = render_html(plan_of(with_changes(raw(SEED_H100), {
+        "name": "GPT-3 175B 训练预算", "prices.currency": "CNY", "prices.fx_rates": {"USD": 7.1},
+        "staffing": [{"role": "算法工程师", "headcount": 2, "monthly_cost": 60000}]}), catalog))
+    stack = re.search(r"body \{ font: [^;]*;", html, re.S).group()
+    if family not in stack:
+        require_tool(None, f"a CJK font named in the report's font stack (fontconfig matched {family!r})",
+                     "apt-get install -y fonts-noto-cjk")
+    page = tmp_path / "report.html"
+    page.write_text(html, encoding="utf-8")
+    pdf = tmp_path / "report.pdf"
+    proc = _chromium(tmp_path, "--no-pdf-header-footer", f"--print-to-pdf={pdf}", page.as_uri())
+    assert pdf.is_file(), proc.stderr[-2000:]
+    text = subprocess.run(["pdftotext", str(pdf), "-"], capture_output=True, text=True, timeout=60).stdout
+    assert "训练预算" in text
