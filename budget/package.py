@@ -102,6 +102,7 @@ def headline(plan: Plan) -> dict:
             "project_start": _iso(v["start_date"]) if "start_date" in v else None,
             "project_end": _iso(v["project_end"]), "rental_cost": plan.rental_cost,
             "total_cost": plan.total_cost, "currency": plan.scenario.prices.currency,
+            "energy_mwh": v["energy_mwh"], "co2_tonnes": v["co2_tonnes"],
             "checks_failing": failing, "warnings": warnings,
             "status": "fail" if failing else ("warn" if warnings else "pass")}
 
@@ -169,6 +170,9 @@ def plan_schema() -> dict:
         "rental_cost": {"type": "number", "minimum": 0},
         "total_cost": {"type": "number", "minimum": 0},
         "currency": {"type": "string", "pattern": "^[A-Z]{3}$"},
+        "energy_mwh": {"type": "number", "minimum": 0,
+                       "description": "energy of training and its runs, PUE included (serving not)"},
+        "co2_tonnes": {"type": "number", "minimum": 0, "description": "location-based emissions, t CO2e"},
         "checks_failing": {"type": "array", "items": {"type": "string"},
                            "description": "names of the failing checks (each blocks approval)"},
         "warnings": {"type": "array", "items": {"type": "string"},
