@@ -166,30 +166,48 @@ class Model:
 
 
 class ModelBuilder:
-    """Declares inputs and items in reading order; `item` returns a Ref for later formulas."""
+    """Declares inputs and items in reading order; `item` returns a Ref for later formulas.
 
-    def __init__(self):
+    Texts come from the message catalog `texts` by name: an input's label is
+    `inputs.<name>.label` (with optional `.help`, `.cite`, `.short`), an item's, check's or
+    warning's `items.<name>.label` (with `.note`, and `.fix` for checks), a section heading
+    `sections.<slug>` (`sections.inputs.<slug>` on the Inputs sheet), a table's
+    `tables.<name>.title` and `tables.<name>.columns.<column>`."""
+
+    def __init__(self, texts):
+        self.texts = texts
         self.model = Model()
         self._sheet = ""
         self._section = ""
         self._input_section = ""
 
+    def text(self, key: str) -> str:
+        return self.texts(key)
+
     def sheet(self, sheet: str, section: str = "") -> None:
-        self._sheet, self._section = sheet, section
+        """`sheet` is the sheet's id (the workbook places items by it); `section` a slug."""
+        self._sheet = sheet
+        self._section = self.texts(f"sections.{section}") if section else ""
 
     def section(self, section: str) -> None:
-        self._section = section
+        self._section = self.texts(f"sections.{section}")
 
     def input_section(self, section: str) -> None:
-        self._input_section = section
+        self._input_section = self.texts(f"sections.inputs.{section}")
 
     def _claim(self, name: str) -> None:
         table_names = {f"{t.name}_{c[0]}" for t in self.model.tables.values() for c in t.columns}
         if name in self.model.inputs or name in self.model.items or name in table_names:
             raise ValueError(f"{name} defined twice")
 
-    def input(self, name: str, label: str, unit: str, **kw) -> Ref:
+    def input(self, name: str, unit: str, **kw) -> Ref:
+        """`label=` (and `cite=`...) given here are texts already built from messages."""
         self._claim(name)
+        for field in ("help", "cite", "short"):
+            value = self.texts.get(f"inputs.{name}.{field}")
+            if value:
+                kw[field] = value
+        label = kw.pop("label", None) or self.texts(f"inputs.{name}.label")
         self.model.inputs[name] = InputDef(name, label, unit, self._input_section, **kw)
         return Ref(name)
 
@@ -198,28 +216,34 @@ class ModelBuilder:
         if unknown:  # keeps the item table in dependency order
             raise ValueError(f"{name} refers to {sorted(unknown)} before they are defined")
 
-    def item(self, name: str, label: str, unit: str, expr, note: str = "", **kw) -> Ref:
+    def item(self, name: str, unit: str, expr, **kw) -> Ref:
         self._claim(name)
         expr = lift(expr)
         self._known(name, expr)
         detail = kw.get("detail")
         if detail is not None:
             self._known(name, detail)
+        label = self.texts(f"items.{name}.label")
+        note = self.texts.get(f"items.{name}.note")
         self.model.items[name] = Item(name, label, unit, expr, self._sheet, self._section, note, **kw)
         return Ref(name)
 
-    def check(self, name: str, label: str, ok: Expr, fix: str, note: str = "",
-              detail=None, kind: str = "check") -> Ref:
+    def check(self, name: str, ok: Expr, detail=None, kind: str = "check") -> Ref:
         """0 when `ok` holds, 1 when not, and 1 when `ok` cannot be computed: an error value
-        anywhere in its chain (a reviewer's #DIV/0! or a deleted row's #REF!) fails closed."""
+        anywhere in its chain (a reviewer's #DIV/0! or a deleted row's #REF!) fails closed.
+        What to change when it fails is `items.<name>.fix`."""
         ok = lift(ok)
         detail = lift(detail) if detail is not None else None
-        return self.item(name, label, "flag", IF(ISERROR(ok), 1, IF(ok, 0, 1)), note,
+        fix = self.texts(f"items.{name}.fix")
+        return self.item(name, "flag", IF(ISERROR(ok), 1, IF(ok, 0, 1)),
                          fix=fix, kind=kind, detail=detail)
 
-    def warning(self, name: str, label: str, ok: Expr, fix: str, note: str = "", detail=None) -> Ref:
+    def warning(self, name: str, ok: Expr, detail=None) -> Ref:
         """A plausibility check: shown beside the checks, not counted in the master check."""
-        return self.check(name, label, ok, fix, note, detail, kind="warning")
+        return self.check(name, ok, detail, kind="warning")
 
-    def table(self, name: str, title: str, columns) -> None:
-        self.model.tables[name] = TableDef(name, title, tuple(columns))
+    def table(self, name: str, columns) -> None:
+        """`columns`: (column, unit) pairs; the title and headers come from the catalog."""
+        title = self.texts(f"tables.{name}.title")
+        self.model.tables[name] = TableDef(name, title, tuple(
+            (column, self.texts(f"tables.{name}.columns.{column}"), unit) for column, unit in columns))

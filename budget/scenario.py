@@ -413,11 +413,12 @@ def _spread(low: float, high: float):
 def _uncertainty_section() -> type[_Section]:
     """Low and high values of the uncertain inputs (Sensitivity sheet), read as P10 and P90:
     `mfu` in points added to the baseline MFU, the others as factors on the base value. The
-    keys and defaults are budget.model.UNCERTAIN's, so they are said once."""
+    keys and defaults are budget.model.UNCERTAIN_SPREADS's, so they are said once (and no
+    message catalog is read at import)."""
     from pydantic import create_model
 
-    from .model import UNCERTAIN
-    fields = {key: _spread(low, high) for key, (_, _, _, low, high, _) in UNCERTAIN.items()}
+    from .model import UNCERTAIN_SPREADS
+    fields = {key: _spread(low, high) for key, (_, _, low, high) in UNCERTAIN_SPREADS.items()}
     return create_model("UncertaintySection", __base__=_Section,
                         staffing_factor=(_number(ge=0, le=10), 1.0), **fields)
 
