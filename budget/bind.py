@@ -220,16 +220,16 @@ def _money(b: Binder, model: Model, out: Mapping[str, InputValue]) -> dict[str, 
     own = s.prices.currency
     rates = fx_table(s, b.catalog)
 
+    defaults = prices.default_amounts(s.hardware.accelerator, s.prices.catalog) if prices else {}
+
     def given_currency(d: InputDef) -> str | None:
-        if d.name in ("price_per_gpu_hour",) and s.prices.catalog and prices is not None:
-            return prices.rental_price(s.prices.catalog).per_gpu_hour.currency
         raw = get_path(s, d.path) if d.path else None
         if d.path in b.explicit:
             return getattr(raw, "currency", None) or own
         if raw is not None and getattr(raw, "currency", None):
             return raw.currency
-        fig = _catalog_figure(b, d.name)
-        return getattr(fig, "currency", None) or own
+        fig = defaults.get(d.path)
+        return fig.currency if fig else own
 
     groups: dict[str, list[InputDef]] = {}
     for d in model.inputs.values():
@@ -239,7 +239,7 @@ def _money(b: Binder, model: Model, out: Mapping[str, InputValue]) -> dict[str, 
     for companion, defs in groups.items():
         present = [(d, given_currency(d)) for d in defs if out[d.name].value is not None]
         # a blank amount (the node price left to the Catalog) keeps its catalog figure's currency
-        fallback = getattr(_catalog_figure(b, defs[0].name), "currency", None) or own
+        fallback = defaults[defs[0].path].currency if defs[0].path in defaults else own
         currency = present[0][1] if present else fallback
         why = f"the currency of {present[0][0].label.lower()}" if present else "the Catalog's figure"
         result[companion] = InputValue(currency, why)
@@ -250,16 +250,6 @@ def _money(b: Binder, model: Model, out: Mapping[str, InputValue]) -> dict[str, 
                 result[d.name] = InputValue(iv.value * factor, iv.source,
                                             f"given as {iv.value:g} {cur}, converted at {factor:g} {currency}/{cur}")
     return result
-
-
-def _catalog_figure(b: Binder, name: str):
-    prices = b.catalog.prices
-    if prices is None:
-        return None
-    node = prices.purchase_for(b.s.hardware.accelerator)
-    return {"electricity_per_kwh": prices.energy.electricity_per_kwh,
-            "ops_per_node_month": prices.ownership.ops_per_node_month,
-            "node_price": node.price_per_node if node else None}.get(name)
 
 
 def fx_rows(s: Scenario, catalog: Catalog):

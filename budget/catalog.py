@@ -203,6 +203,20 @@ class PriceCatalog:
     def purchase_for(self, acc_id: str) -> PurchasePrice | None:
         return next((p for p in self.purchase if p.accelerator == acc_id), None)
 
+    def node_for_power(self, acc_id: str) -> PurchasePrice | None:
+        """The node whose own power stands for the accelerator's: its own, else the catalog's
+        first (a node's own power hardly depends on its GPUs)."""
+        return self.purchase_for(acc_id) or (self.purchase[0] if self.purchase else None)
+
+    def default_amounts(self, acc_id: str, price_id: str | None) -> dict[str, MoneyFigure]:
+        """The amounts the catalog supplies, by the scenario path they stand in for."""
+        node = self.purchase_for(acc_id)
+        out = {"prices.per_gpu_hour": self.rental_price(price_id).per_gpu_hour if price_id else None,
+               "energy.electricity_per_kwh": self.energy.electricity_per_kwh,
+               "owned.ops_per_node_month": self.ownership.ops_per_node_month,
+               "owned.node_price": node.price_per_node if node else None}
+        return {path: fig for path, fig in out.items() if fig is not None}
+
     def grid(self, grid_id: str) -> GridIntensity:
         return next(g for g in self.grids if g.id == grid_id)
 

@@ -86,6 +86,12 @@ def plan_file(path: Path, catalog) -> Plan:
         raise type(err)(path, err.problems) from None
 
 
+def print_warnings(plan: Plan) -> None:
+    """The plan's failing checks and warnings, one line each, on stderr."""
+    for warning in plan.warnings:
+        print(terminal_safe(f"warning: {plan.scenario_id}: {warning}"), file=sys.stderr)
+
+
 def terminal_safe(text: object) -> str:
     """Text for a terminal: control characters, line and paragraph separators, format and
     unassigned characters and lone surrogates shown as escapes (\\x1b, \\u2028), never raw."""
@@ -209,8 +215,7 @@ def main(argv: list[str] | None = None) -> int:
         return result
     written = result.paths
     for plan in plans:
-        for warning in plan.warnings:
-            print(f"warning: {plan.scenario_id}: {warning}", file=sys.stderr)
+        print_warnings(plan)
         if not args.quiet:
             print(_headline(plan))
             if plan.layout is not None:

@@ -189,7 +189,7 @@ def _node_edits(book: _Book, catalog: Catalog, gpu_type: str, values: dict, data
     n = ids.index(gpu_type.lower())
     cell = lambda column: book.cells(f"{ACCELERATOR_TABLE}_{column}")[n][1]  # noqa: E731
     node = catalog.prices.purchase_for(gpu_type)
-    like = node or (catalog.prices.purchase[0] if catalog.prices.purchase else None)
+    like = catalog.prices.node_for_power(gpu_type)
     power, price, currency = cell("node_overhead_kw"), cell("node_price"), cell("node_price_currency")
     if values.get("node_overhead_kw") in (None, "") and isinstance(power, (int, float)) and (
             like is None or float(power) != like.overhead_kw_per_node.value):

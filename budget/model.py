@@ -25,6 +25,11 @@ RECOMPUTE_MODES = ("none", "selective", "full")
 TIERS = ("on_demand", "reserved", "spot")
 OWNERSHIP = ("rented", "owned")
 FX_TABLE = "fx"
+# Each conversion factor into the plan's currency and the currency cell it converts from.
+FX_FACTORS = (("fx_gpu", "price_currency"), ("fx_storage", "storage_price_currency"),
+              ("fx_node", "node_price_currency"), ("fx_ops", "ops_currency"),
+              ("fx_electricity", "electricity_currency"), ("fx_staff", "staff_currency"),
+              ("fx_plausibility", "plausibility_currency"))
 YES_NO = ("yes", "no")
 
 
@@ -606,10 +611,7 @@ def _cost(b: ModelBuilder, i: _Inputs) -> None:
     r = Ref
     b.sheet("Cost", "exchange_rates")
     fx = {}
-    for name, currency in (("fx_gpu", "price_currency"), ("fx_storage", "storage_price_currency"),
-                           ("fx_node", "node_price_currency"), ("fx_ops", "ops_currency"),
-                           ("fx_electricity", "electricity_currency"), ("fx_staff", "staff_currency"),
-                           ("fx_plausibility", "plausibility_currency")):
+    for name, currency in FX_FACTORS:
         fx[name] = b.item(name, "×", _fx(currency))
 
     b.section("gpu_rates")
@@ -802,8 +804,7 @@ def _checks(b: ModelBuilder, i: _Inputs) -> None:
     b.check("check_owned_priced", OR(i.ownership.eq("rented"), r("node_price_used") > 0),
             detail=sentence(b, "check_owned_priced"))
     b.check("check_fx_rates",
-            AND(*(ISNUMBER(r(n)) for n in ("fx_gpu", "fx_storage", "fx_node", "fx_ops", "fx_electricity",
-                                           "fx_staff", "fx_plausibility"))),
+            AND(*(ISNUMBER(r(n)) for n, _ in FX_FACTORS)),
             detail=sentence(b, "check_fx_rates", i.currency))
     b.check("check_outputs_computable", AND(ISNUMBER(r("total_cost")), ISNUMBER(r("train_days")),
                                             ISNUMBER(r("gpu_hours")), ISNUMBER(r("memory_per_gpu_gb")),

@@ -331,7 +331,7 @@ def _reserved(paths: list[Path]) -> InputError | None:
 
 
 def package_main(argv: list[str]) -> int:
-    from .cli import _print_error, terminal_safe, write_reporting
+    from .cli import _print_error, print_warnings, terminal_safe, write_reporting
 
     args = parser().parse_args(argv)
     clash = _reserved(args.scenarios)
@@ -347,8 +347,7 @@ def package_main(argv: list[str]) -> int:
     if isinstance(result, int):
         return result
     for plan in plans:
-        for warning in plan.warnings:
-            print(terminal_safe(f"warning: {plan.scenario_id}: {warning}"), file=sys.stderr)
+        print_warnings(plan)
     if not args.quiet:
         for plan in plans:
             h = headline(plan)

@@ -141,7 +141,7 @@ def _node_figures(catalog: Catalog, acc_id: str, cites: list, stand_in: bool = T
     if prices is None or not prices.purchase:
         return {"node_overhead_kw": None, "node_price": None, "node_price_currency": None}
     node = prices.purchase_for(acc_id)
-    like = node or (prices.purchase[0] if stand_in else None)
+    like = prices.node_for_power(acc_id) if stand_in else node
     if like is None:      # a row the scenario (or a reviewer) added: its own figures or none
         return {"node_overhead_kw": None, "node_price": None, "node_price_currency": None}
     # short citations, as the other figures' (source key and date; catalogs/prices.yaml expands them)

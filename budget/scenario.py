@@ -555,31 +555,23 @@ def fx_table(s: Scenario, catalog: Catalog) -> dict[str, tuple[float, str]]:
 def price_currencies(s: Scenario, catalog: Catalog) -> dict[str, str]:
     """Each currency the scenario's prices are in (catalog defaults are in theirs), with the
     field that brings it in."""
+    from .model import build_model    # the model says which inputs are amounts
+
     out: dict[str, str] = {}
-    for path, price in (("prices.per_gpu_hour", s.prices.per_gpu_hour),
-                        ("prices.on_demand_per_gpu_hour", s.prices.on_demand_per_gpu_hour),
-                        ("prices.storage_per_gb_month", s.prices.storage_per_gb_month),
-                        ("owned.node_price", s.owned.node_price),
-                        ("owned.ops_per_node_month", s.owned.ops_per_node_month),
-                        ("energy.electricity_per_kwh", s.energy.electricity_per_kwh),
-                        ("runs.serving_per_gpu_hour", s.runs.serving_per_gpu_hour),
-                        ("plausibility.cost_per_gpu_hour_low", s.plausibility.cost_per_gpu_hour_low),
-                        ("plausibility.cost_per_gpu_hour_high", s.plausibility.cost_per_gpu_hour_high)):
+    for d in build_model().inputs.values():
+        if d.codec != "money":
+            continue
+        price: object = s
+        for part in d.path.split("."):
+            price = getattr(price, part, None)
         if price is not None and price.currency:
-            out.setdefault(price.currency, path)
+            out.setdefault(price.currency, d.path)
     for n, role in enumerate(s.staffing):
         if role.monthly_cost.currency:
             out.setdefault(role.monthly_cost.currency, f"staffing[{n}].monthly_cost")
-    prices = catalog.prices
-    if prices is not None:
-        if s.prices.catalog:
-            out.setdefault(prices.rental_price(s.prices.catalog).per_gpu_hour.currency, "prices.catalog")
-        for path, fig in (("energy.electricity_per_kwh", prices.energy.electricity_per_kwh),
-                          ("owned.ops_per_node_month", prices.ownership.ops_per_node_month)):
+    if catalog.prices is not None:
+        for path, fig in catalog.prices.default_amounts(s.hardware.accelerator, s.prices.catalog).items():
             out.setdefault(fig.currency, path)
-        purchase = prices.purchase_for(s.hardware.accelerator)
-        if purchase is not None:
-            out.setdefault(purchase.price_per_node.currency, "owned.node_price")
     return out
 
 

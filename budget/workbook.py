@@ -56,7 +56,6 @@ CHANGED_FILL = PatternFill("solid", start_color="F8CBAD", end_color="F8CBAD")
 SPARE_ROWS = 10       # unlocked blank rows inside each growable table
 BELOW_ROWS = 5        # rows under a table watched by check_tables_closed
 THIN = Side(style="thin", color="BFBFBF")
-MEMO_ITEMS = MEMO_LINES
 SPARE_ROW_HINTS = {ACCELERATOR_TABLE: "Spare rows: add an accelerator here (id, name, figures, source)",
                    FX_TABLE: "Spare rows: add a currency here (its code and its rate)"}
 MEMO_HEADING = "Memo: not in the total"
@@ -561,9 +560,9 @@ class _Writer:
         self.header(ws, 4, ["Item", "Value", "Unit", "Name", "Fix when not 0" if is_checks else "Note"])
         items = self.model.sheet_items(title)
         if title == "Cost":   # the pure-training rental is a memo: below the total, not in its flow
-            items = ([i for i in items if i.name not in MEMO_ITEMS]
+            items = ([i for i in items if i.name not in MEMO_LINES]
                      + [replace(i, section=MEMO_HEADING)
-                        for i in sorted((i for i in items if i.name in MEMO_ITEMS), key=lambda i: MEMO_ITEMS.index(i.name))])
+                        for i in sorted((i for i in items if i.name in MEMO_LINES), key=lambda i: MEMO_LINES.index(i.name))])
         row = self.sectioned_rows(ws, 5, items, self.item_row)
         self.widths(ws, [46, 16, 16, 26, 48])
         if title == "Parallelism":
@@ -814,7 +813,7 @@ class _Writer:
                 row += 1
                 ws.cell(row, 1, MEMO_HEADING).font = SECTION_FONT
                 row += 1
-                for name in MEMO_ITEMS:
+                for name in MEMO_LINES:
                     row = self.summary_row(ws, row, name, None)
                     ws.cell(row - 1, 1).font = NOTE_FONT
         self.layout_reasoning(ws, row + 1)
