@@ -53,8 +53,16 @@ def parser() -> argparse.ArgumentParser:
                    help="overwrite outputs that were changed since trainbudget wrote them, or "
                         "that it did not write (without it such files are left alone and the "
                         "run exits 2)")
+    add_lang_argument(p)
     p.add_argument("--version", action="version", version=f"trainbudget {__version__}")
     return p
+
+
+def add_lang_argument(p: argparse.ArgumentParser) -> None:
+    from .i18n import languages
+    p.add_argument("--lang", choices=languages(), default=None, metavar="LANG",
+                   help="language of the workbook, the reports and the messages: "
+                        f"{', '.join(languages())} (default: the scenario's language, else en)")
 
 
 def render(plan: Plan) -> list[Output]:
@@ -66,12 +74,14 @@ def render(plan: Plan) -> list[Output]:
             Output(Path(f"{stem}.html"), render_html(plan, book).encode("utf-8"))]
 
 
-def plan_file(path: Path, catalog) -> Plan:
+def plan_file(path: Path, catalog, lang: str | None = None) -> Plan:
     name_problem = character_problem(path.name)
     if name_problem:   # the file name reaches the workbook and the reports
         raise ScenarioError(path, [Problem("", f"the file name {name_problem[0]}",
                                            "rename the file: " + name_problem[1])])
     scenario = load_scenario(path, catalog)
+    if lang is not None:     # the command line's --lang wins over the scenario's language
+        scenario = scenario.model_copy(update={"language": lang})
     try:
         # The outputs cite the bare file name (the same bytes from any folder); messages name
         # the file as given, as the schema's do.
@@ -205,7 +215,7 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_BAD_INPUT
     try:
         catalog = load_catalog()
-        plans = [plan_file(p, catalog) for p in paths]
+        plans = [plan_file(p, catalog, args.lang) for p in paths]
         outputs = [out for plan in plans for out in render(plan)]
     except InputError as err:
         _print_error(err)

@@ -86,7 +86,7 @@ class Num(Expr):
 
     def excel(self, resolve=str):
         if self.value not in BENIGN_CONSTANTS:
-            raise ValueError(f"number {self.value!r} in a formula: make it a named input")
+            raise ValueError(f"number {self.value!r} in a formula: make it a named input")  # i18n: not text
         return _num_text(self.value)
 
     def python(self):
@@ -165,7 +165,7 @@ class Call(Expr):
 
     def __post_init__(self):
         if self.fn not in SUPPORTED_FUNCTIONS:
-            raise ValueError(f"{self.fn} is not in the supported function set")
+            raise ValueError(f"{self.fn} is not in the supported function set")  # i18n: not text
 
     def _collect(self, out):
         for a in self.args:
@@ -177,11 +177,11 @@ class Call(Expr):
     def python(self):
         args = [a.python() for a in self.args]
         if self.fn == "IF":
-            return f"({args[1]} if {args[0]} else {args[2]})"
+            return f"({args[1]} if {args[0]} else {args[2]})"  # i18n: not text
         if self.fn == "AND":
-            return "(" + " and ".join(f"bool({a})" for a in args) + ")"
+            return "(" + " and ".join(f"bool({a})" for a in args) + ")"  # i18n: not text
         if self.fn == "OR":
-            return "(" + " or ".join(f"bool({a})" for a in args) + ")"
+            return "(" + " or ".join(f"bool({a})" for a in args) + ")"  # i18n: not text
         return f"_{self.fn.lower()}(" + ", ".join(args) + ")"
 
 
@@ -201,7 +201,7 @@ class Lookup(Expr):
         return f"INDEX({col},MATCH({self.key.excel(resolve)},{keys},0))"
 
     def python(self):
-        return f"_lookup(T, {self.table!r}, {self.column!r}, {self.key.python()})"
+        return f"_lookup(T, {self.table!r}, {self.column!r}, {self.key.python()})"  # i18n: not text
 
 
 def table_column_name(table: str, column: str) -> str:
@@ -218,7 +218,7 @@ def lift(x) -> Expr:
         return Num(x)
     if isinstance(x, str):
         return Text(x)
-    raise TypeError(f"cannot use {type(x).__name__} in a formula")
+    raise TypeError(f"cannot use {type(x).__name__} in a formula")  # i18n: not text
 
 
 def _num_text(x: float) -> str:
@@ -385,7 +385,7 @@ def _lookup(tables, table, column, key):
     try:
         return tables[table][column][str(key).lower()]
     except KeyError:
-        raise KeyError(f"{key!r} is not a row of the {table} table") from None
+        raise KeyError(f"{key!r} is not a row of the {table} table") from None  # i18n: not text
 
 
 _RUNTIME = {name: obj for name, obj in globals().items() if name.startswith("_") and callable(obj)}
@@ -397,10 +397,10 @@ def compile_items(items: Iterable[tuple[str, Expr]]) -> Callable[[dict, Mapping]
     The function takes a dict of input values and the lookup tables, adds every item's value
     to the dict and returns it. Compiling once keeps the layout search fast.
     """
-    lines = ["def _model(v, T):"]
+    lines = ["def _model(v, T):"]  # i18n: not text
     for name, expr in items:
         lines.append(f"    v[{name!r}] = {expr.python()}")
-    lines.append("    return v")
+    lines.append("    return v")  # i18n: not text
     namespace = dict(_RUNTIME)
-    exec(compile("\n".join(lines), "<trainbudget model>", "exec"), namespace)
+    exec(compile("\n".join(lines), "<trainbudget model>", "exec"), namespace)  # i18n: not text
     return namespace["_model"]

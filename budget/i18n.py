@@ -1,7 +1,17 @@
-"""Message catalogs: every user-facing text, one YAML file per language in budget/messages/.
+"""Message catalogs: every user-facing text, one folder of YAML files per language.
 
-A catalog is nested YAML read as dotted message ids (`items.train_days.label`). Catalogs load
-when first asked for, not when the package is imported.
+`budget/messages/<lang>/` holds one file per area (model.yaml for the planning model,
+workbook.yaml, report.yaml, cli.yaml, ...); together they are that language's catalog. A file is
+nested YAML read as dotted message ids (`items.train_days.label`); an id defined in two files of
+one language is an error. Every language has exactly English's ids (tests/test_messages.py).
+
+Why YAML keyed by id rather than gettext .po: the workbook's check sentences are templates with
+numbered live figures ({0}, {1}) that the model turns into formulas, labels come in families
+(label, note, fix, cite) per model name, and the model already addresses its texts by name; an
+id-keyed catalog keeps that one definition per quantity, reads in review like the workbook it
+feeds, and needs no compile step or extra dependency.
+
+Catalogs load when first asked for, not when the package is imported.
 """
 
 from __future__ import annotations
@@ -16,8 +26,17 @@ DEFAULT_LANG = "en"
 
 
 def languages() -> list[str]:
-    """The languages with a catalog, by file name (en.yaml -> en)."""
-    return sorted(p.stem for p in MESSAGES_DIR.glob("*.yaml"))
+    """The languages with a catalog, by folder name (messages/zh/ -> zh)."""
+    return sorted(p.name for p in MESSAGES_DIR.iterdir() if p.is_dir() and any(p.glob("*.yaml")))
+
+
+def catalog_files(lang: str) -> list[Path]:
+    """One language's catalog files, by area."""
+    folder = MESSAGES_DIR / lang
+    files = sorted(folder.glob("*.yaml")) if folder.is_dir() else []
+    if not files:
+        raise LookupError(f"no message catalog for language {lang!r} (looked in {folder})")  # i18n: not text
+    return files
 
 
 def _flatten(tree: dict, prefix: str, out: dict[str, str], path: Path) -> None:
@@ -26,29 +45,33 @@ def _flatten(tree: dict, prefix: str, out: dict[str, str], path: Path) -> None:
         if isinstance(value, dict):
             _flatten(value, f"{dotted}.", out, path)
         elif isinstance(value, str):
+            if dotted in out:
+                raise ValueError(f"{path}: message {dotted!r} is defined twice")  # i18n: not text
             out[dotted] = value
         else:
-            raise ValueError(f"{path}: message {dotted!r} is not text: {value!r}")
+            raise ValueError(f"{path}: message {dotted!r} is not text: {value!r}")  # i18n: not text
 
 
 @lru_cache(maxsize=None)
 def catalog(lang: str = DEFAULT_LANG) -> dict[str, str]:
     """Every message of one language, keyed by dotted message id."""
-    path = MESSAGES_DIR / f"{lang}.yaml"
-    if not path.is_file():
-        raise LookupError(f"no message catalog for language {lang!r} (looked for {path})")
-    tree = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
     out: dict[str, str] = {}
-    _flatten(tree, "", out, path)
+    for path in catalog_files(lang):
+        _flatten(yaml.safe_load(path.read_text(encoding="utf-8")) or {}, "", out, path)
     return out
 
 
 def text(key: str, lang: str = DEFAULT_LANG) -> str:
-    """One message; a KeyError names the missing id and the catalog."""
+    """One message; a KeyError names the missing id and the language."""
     try:
         return catalog(lang)[key]
     except KeyError:
-        raise KeyError(f"message {key!r} is missing from budget/messages/{lang}.yaml") from None
+        raise KeyError(f"message {key!r} is missing from budget/messages/{lang}/") from None  # i18n: not text
+
+
+def fmt(key: str, lang: str = DEFAULT_LANG, /, **figures) -> str:
+    """One message with its named placeholders ({days}, {currency}) filled in."""
+    return text(key, lang).format(**figures)
 
 
 class Messages:
@@ -59,10 +82,11 @@ class Messages:
         self.lang = lang
         self.used: set[str] = set()
 
-    def __call__(self, key: str) -> str:
-        """A required message."""
+    def __call__(self, key: str, /, **figures) -> str:
+        """A required message, its named placeholders filled in when figures are given."""
         self.used.add(key)
-        return text(key, self.lang)
+        message = text(key, self.lang)
+        return message.format(**figures) if figures else message
 
     def get(self, key: str, default: str = "") -> str:
         """An optional message (a note, a citation): `default` when the catalog has none."""

@@ -21,7 +21,7 @@ _CELL_LIKE = re.compile(r"^[A-Za-z]{1,3}[0-9]+$|^[Rr][0-9]*[Cc]?[0-9]*$|^[Cc][0-
 
 def check_defined_name(name: str) -> str:
     if not _NAME_OK.match(name) or _CELL_LIKE.match(name) or name.upper() in {"TRUE", "FALSE"}:
-        raise ValueError(f"{name!r} cannot be a spreadsheet defined name")
+        raise ValueError(f"{name!r} cannot be a spreadsheet defined name")  # i18n: not text
     return name
 
 
@@ -111,6 +111,7 @@ class TableDef:
 @dataclass
 class Model:
     inputs: dict[str, InputDef] = field(default_factory=dict)
+    lang: str = "en"                          # the language of its texts (budget/messages/<lang>/)
     items: dict[str, Item] = field(default_factory=dict)
     tables: dict[str, TableDef] = field(default_factory=dict)
 
@@ -176,7 +177,7 @@ class ModelBuilder:
 
     def __init__(self, texts):
         self.texts = texts
-        self.model = Model()
+        self.model = Model(lang=getattr(texts, "lang", "en"))
         self._sheet = ""
         self._section = ""
         self._input_section = ""
@@ -198,7 +199,7 @@ class ModelBuilder:
     def _claim(self, name: str) -> None:
         table_names = {f"{t.name}_{c[0]}" for t in self.model.tables.values() for c in t.columns}
         if name in self.model.inputs or name in self.model.items or name in table_names:
-            raise ValueError(f"{name} defined twice")
+            raise ValueError(f"{name} defined twice")  # i18n: not text
 
     def input(self, name: str, unit: str, **kw) -> Ref:
         """`label=` (and `cite=`...) given here are texts already built from messages."""
@@ -214,7 +215,7 @@ class ModelBuilder:
     def _known(self, name: str, expr: Expr) -> None:
         unknown = expr.refs() - self.model.inputs.keys() - self.model.items.keys()
         if unknown:  # keeps the item table in dependency order
-            raise ValueError(f"{name} refers to {sorted(unknown)} before they are defined")
+            raise ValueError(f"{name} refers to {sorted(unknown)} before they are defined")  # i18n: not text
 
     def item(self, name: str, unit: str, expr, **kw) -> Ref:
         self._claim(name)

@@ -268,21 +268,21 @@ def sha256sums(outputs: list[Output]) -> bytes:
 
 # --- the package ------------------------------------------------------------------------------
 
-def package_outputs(paths: list[Path], catalog) -> tuple[list[Plan], list[Output]]:
+def package_outputs(paths: list[Path], catalog, lang: str | None = None) -> tuple[list[Plan], list[Output]]:
     """Every file of the package, in memory. Raises InputError for bad input."""
     from .cli import plan_file, render
     from .options import build_option_plans
 
     plans, outputs, entries = [], [], []
     for path in paths:
-        plan = plan_file(path, catalog)
+        plan = plan_file(path, catalog, lang)
         # The base then each option: as the plan carries them (built for the Compare sheet),
         # or built here from the scenario file.
         attached = tuple(getattr(plan, "options", ()) or ())
         if attached:
             options = [(plan.scenario.name, plan), *attached]
         else:
-            options = build_option_plans(path, catalog) if plan.scenario.options else []
+            options = build_option_plans(plan.scenario, catalog, path=path) if plan.scenario.options else []
         rendered = render(plan)
         kinds = {".xlsx": "workbook", ".md": "markdown", ".html": "html"}
         files = {kinds.get(Path(o.path).suffix, Path(o.path).suffix.lstrip(".")): str(o.path)
@@ -312,6 +312,8 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("-q", "--quiet", action="store_true", help="print only errors and warnings")
     p.add_argument("-f", "--force", action="store_true",
                    help="overwrite files that were changed since trainbudget wrote them")
+    from .cli import add_lang_argument
+    add_lang_argument(p)
     return p
 
 
@@ -339,7 +341,7 @@ def package_main(argv: list[str]) -> int:
         _print_error(clash)
         return EXIT_BAD_INPUT
     try:
-        plans, outputs = package_outputs(args.scenarios, load_catalog())
+        plans, outputs = package_outputs(args.scenarios, load_catalog(), args.lang)
     except InputError as err:
         _print_error(err)
         return EXIT_BAD_INPUT

@@ -70,6 +70,11 @@ class Plan:
 
     # Headline figures, typed, for readers and tests.
     @property
+    def lang(self) -> str:
+        """The language its texts are written in (the scenario's, after --lang)."""
+        return self.scenario.language
+
+    @property
     def train_flops(self) -> float: return self.values["train_flops"]
     @property
     def effective_tflops(self) -> float: return self.values["effective_tflops"]
@@ -163,7 +168,7 @@ def activation_table() -> TableData:
 
 
 def resolve_inputs(s: Scenario, catalog: Catalog, scenario_file: str = "scenario") -> dict[str, InputValue]:
-    return bind(build_model(), s, catalog, scenario_file)
+    return bind(build_model(s.language), s, catalog, scenario_file)
 
 
 def build_plan(s: Scenario, catalog: Catalog, scenario_id: str = "scenario",
@@ -171,7 +176,7 @@ def build_plan(s: Scenario, catalog: Catalog, scenario_id: str = "scenario",
     """bind → tables → size and lay out → evaluate; the Plan carries the model it was built from."""
     file = scenario_file or f"{scenario_id}.yaml"
     catalog = catalog.with_accelerators(s.catalog.accelerators)
-    model = build_model()
+    model = build_model(s.language)
     inputs = bind(model, s, catalog, file)
     tables = {ACCELERATOR_TABLE: accelerator_table(catalog, s), ACTIVATION_TABLE: activation_table(),
               FX_TABLE: TableData(*fx_rows(s, catalog))}

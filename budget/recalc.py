@@ -21,11 +21,12 @@ from openpyxl.utils.datetime import to_excel
 
 ERROR_VALUES = ("#NAME?", "#VALUE!", "#REF!", "#DIV/0!", "#N/A", "#NUM!", "#NULL!", "Err:")
 
-_PROFILE = """<?xml version="1.0" encoding="UTF-8"?>
+_PROFILE = (  # i18n: not text
+    """<?xml version="1.0" encoding="UTF-8"?>
 <oor:items xmlns:oor="http://openoffice.org/2001/registry" xmlns:xs="http://www.w3.org/2001/XMLSchema" xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance">
 <item oor:path="/org.openoffice.Office.Calc/Formula/Load"><prop oor:name="OOXMLRecalcMode" oor:op="fuse"><value>0</value></prop></item>
 </oor:items>
-"""
+""")
 
 
 class RecalcError(RuntimeError):
@@ -43,10 +44,10 @@ def recalculate(books: list[Path], outdir: Path, timeout: float = 300) -> dict[P
     """
     soffice = soffice_path()
     if not soffice:
-        raise RecalcError("LibreOffice (soffice) is not installed")
+        raise RecalcError("LibreOffice (soffice) is not installed")  # i18n: not text
     names = [b.name for b in books]
     if len(set(names)) != len(names):
-        raise RecalcError("workbooks to recalculate must have distinct file names")
+        raise RecalcError("workbooks to recalculate must have distinct file names")  # i18n: not text
     outdir.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="trainbudget-lo-") as tmp:
         profile = Path(tmp) / "profile"
@@ -61,7 +62,7 @@ def recalculate(books: list[Path], outdir: Path, timeout: float = 300) -> dict[P
     for book in books:
         out = outdir / book.name
         if not out.exists():
-            raise RecalcError(f"LibreOffice wrote no {out.name} (exit {proc.returncode}): "
+            raise RecalcError(f"LibreOffice wrote no {out.name} (exit {proc.returncode}): "  # i18n: not text
                               f"{proc.stderr.strip()[-500:]}")
         result[book] = out
     return result

@@ -474,6 +474,9 @@ class CatalogSection(_Section):
 class Scenario(_Section):
     name: SafeText
     description: LongText = ""
+    # The language of the workbook, the reports and the messages (budget/messages/<lang>/);
+    # the command line's --lang wins over it.
+    language: str = "en"
     model: ModelSection
     data: DataSection
     hardware: HardwareSection
@@ -499,6 +502,14 @@ class Scenario(_Section):
     # Alternatives to compare: raw mappings of overrides, each merged onto this scenario and
     # validated as a scenario of its own by budget/options.py (the base plan ignores them).
     options: list[dict] = []
+
+    @field_validator("language")
+    @classmethod
+    def _known_language(cls, lang):
+        from .i18n import languages
+        if lang not in languages():
+            raise rule_error(f"unknown language {lang!r}", f"use one of {', '.join(languages())}")
+        return lang
 
     @field_validator("staffing")
     @classmethod

@@ -965,8 +965,10 @@ TIMELINE_PHASES = ("data_prep", "validation", "scaling", "training", "evaluation
 
 
 def scenario_digest(plan: Plan) -> str:
-    """The version a workbook shows: sha256 of the scenario's canonical JSON, 12 hex digits."""
-    return hashlib.sha256(plan.scenario.model_dump_json().encode("utf-8")).hexdigest()[:12]
+    """The version a workbook shows: sha256 of the scenario's canonical JSON, 12 hex digits. The
+    language is left out: the English and the Chinese books of one scenario are one version."""
+    dump = plan.scenario.model_dump_json(exclude={"language"})
+    return hashlib.sha256(dump.encode("utf-8")).hexdigest()[:12]
 
 
 def candidate_columns(model) -> tuple[list[str], list[str]]:

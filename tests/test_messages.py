@@ -1,9 +1,12 @@
-"""The message catalogs (budget/messages/<lang>.yaml): complete, no key unused, same keys in
-every language, and the model's texts come from them."""
+"""The message catalogs (budget/messages/<lang>/*.yaml): complete, no key unused, same keys in
+every language, and no user-facing text left in the code or the templates.
+
+`python tests/test_messages.py budget/x.py templates/y.j2` lists the literals a file still holds."""
 
 from __future__ import annotations
 
 import ast
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -13,7 +16,76 @@ import pytest
 from budget import i18n
 from budget.model import UNCERTAIN, build_model, message_keys
 
-MODEL_SOURCE = Path(__file__).resolve().parent.parent / "budget" / "model.py"
+ROOT = Path(__file__).resolve().parent.parent
+MODEL_AREA = "model.yaml"     # the model's catalog file: its ids are built from model names
+NOT_TEXT = "# i18n: not text"  # marks a line whose literals are identifiers, codes or formats
+# Modules whose every literal is checked (the rest are moving into the catalogs).
+CHECKED_MODULES = ("model.py", "i18n.py", "lineitems.py", "formula.py", "recalc.py", "grid.py",
+                   "reproducible.py")
+# Mermaid's own syntax in the Gantt chart source.
+TEMPLATE_WORDS_ALLOWED = {"mermaid", "gantt", "title", "dateFormat", "axisFormat", "section", "YYYY", "MM", "DD"}
+
+
+def _docstrings(tree) -> set[int]:
+    return {id(node.body[0].value) for node in ast.walk(tree)
+            if isinstance(node, (ast.Module, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
+            and node.body and isinstance(node.body[0], ast.Expr)
+            and isinstance(node.body[0].value, ast.Constant)}
+
+
+def _is_text(value: str) -> bool:
+    """A sentence or a phrase: words with a space between, or any CJK character."""
+    return bool(re.search(r"[A-Za-z]{2,}[^\n]* |[^\n]* [A-Za-z]{2,}", value)
+                or re.search(r"[\u3000-\u9fff\uff00-\uffef]", value))
+
+
+def python_literals(path: Path) -> list[tuple[int, str]]:
+    """Text literals of one module. Docstrings, unit ids (each has a `units.<id>` message) and
+    statements whose first line carries NOT_TEXT (developer errors, generated code) aside."""
+    source = path.read_text(encoding="utf-8")
+    lines = source.splitlines()
+    tree = ast.parse(source)
+    skip = _docstrings(tree)
+    units = {k.removeprefix("units.") for k in i18n.catalog("en") if k.startswith("units.")}
+    found = []
+
+    def visit(node, marked: bool) -> None:
+        if isinstance(node, ast.stmt):
+            marked = marked or NOT_TEXT in lines[node.lineno - 1]
+        if (isinstance(node, ast.Constant) and isinstance(node.value, str) and not marked
+                and id(node) not in skip and node.value not in units and _is_text(node.value)):
+            found.append((node.lineno, node.value))
+        for child in ast.iter_child_nodes(node):
+            visit(child, marked)
+
+    visit(tree, False)
+    return sorted(found)
+
+
+_JINJA = re.compile(r"\{%.*?%\}|\{\{.*?\}\}|\{#.*?#\}", re.S)
+_BLOCKS = re.compile(r"<(style|script)\b.*?</\1>", re.S | re.I)
+_TAGS = re.compile(r"<[^>]*>")
+
+
+def template_literals(path: Path) -> list[str]:
+    """Words a template writes itself, outside its {{ }} / {% %} and its markup."""
+    text = _TAGS.sub(" ", _BLOCKS.sub(" ", _JINJA.sub(" ", path.read_text(encoding="utf-8"))))
+    text = re.sub(r"&[a-z]+;|&#[0-9]+;", " ", text)
+    return [w for w in re.findall(r"[A-Za-z]{2,}|[\u3400-\u9fff]+", text)
+            if w not in TEMPLATE_WORDS_ALLOWED]
+
+
+def _sources() -> str:
+    files = [*sorted((ROOT / "budget").glob("*.py")), *sorted((ROOT / "templates").glob("*.j2"))]
+    return "\n".join(p.read_text(encoding="utf-8") for p in files)
+
+
+def _area_keys(lang: str, area: str) -> set[str]:
+    import yaml
+    out: dict[str, str] = {}
+    path = i18n.MESSAGES_DIR / lang / area
+    i18n._flatten(yaml.safe_load(path.read_text(encoding="utf-8")) or {}, "", out, path)
+    return set(out)
 
 
 def test_every_key_the_model_uses_exists_in_english():
@@ -23,8 +95,46 @@ def test_every_key_the_model_uses_exists_in_english():
 
 
 def test_english_has_no_unused_key():
-    unused = i18n.catalog("en").keys() - message_keys("en")
-    assert not unused, f"keys of en.yaml nothing uses: {sorted(unused)}"
+    """The model's ids are the ones it asks for; every other id appears in the code or a template
+    whole, or as the literal prefix of an id built there (`f"errors.{kind}.fix"`)."""
+    unused = _area_keys("en", MODEL_AREA) - message_keys("en")
+    assert not unused, f"keys of en/{MODEL_AREA} nothing uses: {sorted(unused)}"
+    sources = _sources()
+    for path in i18n.catalog_files("en"):
+        if path.name == MODEL_AREA:
+            continue
+        for key in sorted(_area_keys("en", path.name)):
+            parts = key.split(".")
+            prefixes = (".".join(parts[:i]) + "." for i in range(len(parts) - 1, 0, -1))
+            assert key in sources or any(re.search(re.escape(p) + r"\{", sources) for p in prefixes), \
+                f"en/{path.name}: {key!r} is used nowhere in budget/ or templates/"
+
+
+def test_every_language_has_the_same_files():
+    english = [p.name for p in i18n.catalog_files("en")]
+    for lang in i18n.languages():
+        assert [p.name for p in i18n.catalog_files(lang)] == english, lang
+
+
+def test_placeholders_match_english():
+    """A translation fills the same figures: the same {name} and {0} placeholders."""
+    english = i18n.catalog("en")
+    for lang in i18n.languages():
+        for key, message in i18n.catalog(lang).items():
+            want = sorted(set(re.findall(r"\{[^{}]*\}", english[key])))
+            assert sorted(set(re.findall(r"\{[^{}]*\}", message))) == want, (lang, key)
+
+
+@pytest.mark.parametrize("module", CHECKED_MODULES)
+def test_no_user_facing_literal_in_the_code(module):
+    found = python_literals(ROOT / "budget" / module)
+    assert not found, f"literal text left in budget/{module}: {found}"
+
+
+@pytest.mark.parametrize("template", sorted(p.name for p in (ROOT / "templates").glob("*.j2")))
+def test_no_user_facing_literal_in_the_templates(template):
+    found = template_literals(ROOT / "templates" / template)
+    assert not found, f"literal text left in templates/{template}: {found}"
 
 
 def test_every_language_has_every_english_key():
@@ -65,22 +175,6 @@ def test_model_texts_come_from_the_catalog():
     assert model.inputs["unc_mfu_low"].label == "Baseline MFU: low (base +)"
 
 
-def test_no_sentence_literal_left_in_the_model():
-    """Text in model.py is identifiers and units (no spaces), not sentences: docstrings aside,
-    a string constant with a space is user-facing text that belongs in the catalog."""
-    tree = ast.parse(MODEL_SOURCE.read_text(encoding="utf-8"))
-    docstrings = {id(node.body[0].value) for node in ast.walk(tree)
-                  if isinstance(node, (ast.Module, ast.FunctionDef, ast.ClassDef)) and node.body
-                  and isinstance(node.body[0], ast.Expr) and isinstance(node.body[0].value, ast.Constant)}
-    allowed = {" × ", "× base", "catalog id", "ISO 4217 code", "per GPU-hour", "kg CO2e/kWh",
-               "fraction of subtotal", "fraction of step", "fraction of training", "fraction of compute",
-               "t CO2e", "per year"}
-    found = [(node.lineno, node.value) for node in ast.walk(tree)
-             if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docstrings
-             and " " in node.value and node.value not in allowed]
-    assert not found, f"literal text left in budget/model.py: {found}"
-
-
 def test_messages_are_not_loaded_at_import():
     """Importing the package reads no catalog; building the model does (fresh interpreter)."""
     probe = ("import budget.cli, budget.plan, budget.workbook, budget.scenario, budget.i18n as i\n"
@@ -89,3 +183,10 @@ def test_messages_are_not_loaded_at_import():
              "print(i.catalog.cache_info().currsize)\n")
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
     assert out.stdout.split() == ["0", "1"]
+
+
+if __name__ == "__main__":
+    for name in sys.argv[1:]:
+        p = Path(name)
+        for item in (template_literals(p) if p.suffix == ".j2" else python_literals(p)):
+            print(f"{p}: {item}")
