@@ -11,6 +11,7 @@ Sensitivity sheet's, the quarters sum the Cashflow sheet's months.
 from __future__ import annotations
 
 from .bind import from_serial
+from .i18n import DEFAULT_LANG, text
 from .model import UNCERTAIN
 from .sensitivity import cases, range_figures
 
@@ -25,95 +26,94 @@ def recommended(values: list) -> int | None:
     return min(passing)[1] if passing else None
 
 
-def _money(x: float, currency: str) -> str:
-    return f"{x:,.0f} {currency}"
-
-
-def _date(serial: float) -> str:
-    return from_serial(serial).isoformat()
-
-
-def quarters(workbook) -> list[dict]:
+def quarters(workbook, lang: str = DEFAULT_LANG) -> list[dict]:
     """Spend by calendar quarter: the Cashflow sheet's months summed, empty quarters left out."""
     from .cashflow import month_totals
+    from .report import Words
 
+    words = Words(lang)
     out: dict[str, float] = {}
     for start, total in month_totals(workbook):
         day = from_serial(start)
-        key = f"{day.year} Q{(day.month - 1) // 3 + 1}"
+        key = words("report.formats.quarter", year=day.year, quarter=(day.month - 1) // 3 + 1)
         out[key] = out.get(key, 0.0) + total
     return [{"label": k, "value": x} for k, x in out.items() if abs(x) > 0.005]
 
 
 def decision(plan, status: dict, digest: str, workbook) -> dict:
-    v, cur = plan.values, plan.scenario.prices.currency
+    from .report import Words
+
+    v, cur, words = plan.values, plan.scenario.prices.currency, Words(plan.lang)
     plans = [(plan.scenario.name, plan), *plan.options]
     best = recommended([p.values for _, p in plans])
     rows = []
     for i, (title, p) in enumerate(plans):
         pv = p.values
         failing = int(pv["master_check"])
-        rows.append({"name": title, "gpus": f"{p.gpu_count:,} × {pv['accelerator_name']}",
-                     "days": f"{p.train_days:,.1f}", "end": _date(pv["project_end"]),
-                     "total": _money(pv["total_cost"], cur),
-                     "checks": "pass" if not failing else f"{failing} failing",
+        rows.append({"name": title,
+                     "gpus": words("report.decision.accelerators", gpus=f"{p.gpu_count:,}",
+                                   accelerator=pv["accelerator_name"]),
+                     "days": f"{p.train_days:,.1f}", "end": words.date(pv["project_end"]),
+                     "total": words.money(pv["total_cost"], cur),
+                     "checks": words("report.decision.checks_pass") if not failing
+                     else words("report.decision.checks_failing", count=failing),
                      "recommended": i == best, "base": i == 0})
     all_cases = cases(plan)
     rng = range_figures(plan, all_cases)
+    model = plan.model
     swings = []
-    for key, (_, label, *_rest) in UNCERTAIN.items():
+    for key in UNCERTAIN:
+        label = text(f"uncertain.{key}.label", plan.lang)
         low, high = (c for c in all_cases if c.key == key)
         lo, hi = low.values["total_cost"] - v["total_cost"], high.values["total_cost"] - v["total_cost"]
         swings.append((abs(hi - lo), label, lo, hi))
     swings.sort(key=lambda s: (-s[0], s[1]))
-    risks = [f"{label}: {_signed(lo, cur)} at its low value, {_signed(hi, cur)} at its high value"
+    risks = [words("report.decision.risk_swing", label=label, low=words.signed_money(lo, cur),
+                   high=words.signed_money(hi, cur))
              for swing, label, lo, hi in swings if swing > 0][:TOP_RISKS]
-    risks += [f"Check failing: {c['text']}" for c in status["checks"]]
-    risks += [f"Warning: {w['text']}" for w in status["warnings"]]
+    risks += [words("report.decision.risk_check", text=c["text"]) for c in status["checks"]]
+    risks += [words("report.decision.risk_warning", text=w["text"]) for w in status["warnings"]]
     shown, more = risks[:TOP_RISKS + 3], max(0, len(risks) - TOP_RISKS - 3)
     chosen = plans[best][0] if best is not None else None
-    model = plan.model
     assumptions = []
     for name in KEY_ASSUMPTIONS:
         d = model.inputs.get(name) or model.items[name]
         value = v["accelerator_name"] if name == "gpu_type" else v[name]
         # an amount is shown in the currency it is typed in (its own currency cell)
         currency = v.get(getattr(d, "currency", "")) or cur
-        assumptions.append({"label": d.label, "value": _shown(value, d.unit, currency)})
+        assumptions.append({"label": d.label, "value": _shown(value, d.unit, currency, words)})
     # The committee approves the recommended option when there is one, else the plan itself;
     # an option's range is the base plan's relative range (as on the Compare sheet).
     pick = plans[best][1] if (plan.options and best is not None) else plan
     pv, scale = pick.values, pick.values["total_cost"] / v["total_cost"]
+    ask = {"total": words.money(pv["total_cost"], cur), "buffer": f"{pv['buffer_rate']:.0%}",
+           "p50": words.money(rng["total_cost_p50"] * scale, cur),
+           "p90": words.money(rng["total_cost_p90"] * scale, cur), "name": plan.scenario.name,
+           "gpus": f"{pick.gpu_count:,}", "accelerator": pv["accelerator_name"],
+           "start": words.date(pv["start_date"]), "end": words.date(pv["project_end"])}
     return {
-        "ask": (f"Approve {_money(pv['total_cost'], cur)} (with the {pv['buffer_rate']:.0%} "
-                f"contingency buffer; P50 {_money(rng['total_cost_p50'] * scale, cur)}, P90 "
-                f"{_money(rng['total_cost_p90'] * scale, cur)}) to train {plan.scenario.name}"
-                + (f", option {plans[best][0]}" if pick is not plan else "")
-                + f": {pick.gpu_count:,} × {pv['accelerator_name']} from {_date(pv['start_date'])}, "
-                  f"ending {_date(pv['project_end'])}."),
+        "ask": (words("report.decision.ask_option", option=plans[best][0], **ask) if pick is not plan
+                else words("report.decision.ask", **ask)),
         "approvable": status["ok"],
         "recommended": chosen if plan.options else None,
         "none_passes": best is None and bool(plan.options),
         "options": rows,
-        "range": {"p10": _money(rng["total_cost_p10"], cur), "p50": _money(rng["total_cost_p50"], cur),
-                  "p90": _money(rng["total_cost_p90"], cur), "point": _money(v["total_cost"], cur),
-                  "end_p90": _date(rng["project_end_p90"])},
-        "quarters": [{"label": q["label"], "amount": _money(q["value"], cur)} for q in quarters(workbook)],
+        "range": {"p10": words.money(rng["total_cost_p10"], cur), "p50": words.money(rng["total_cost_p50"], cur),
+                  "p90": words.money(rng["total_cost_p90"], cur), "point": words.money(v["total_cost"], cur),
+                  "end_p90": words.date(rng["project_end_p90"])},
+        "quarters": [{"label": q["label"], "amount": words.money(q["value"], cur)}
+                     for q in quarters(workbook, plan.lang)],
         "risks": shown, "more_risks": more,
         "assumptions": assumptions,
         "digest": digest,
     }
 
 
-def _signed(x: float, currency: str) -> str:
-    return f"{'+' if x >= 0 else '−'}{abs(x):,.0f} {currency}"
-
-
-def _shown(value, unit: str, currency: str) -> str:
+def _shown(value, unit: str, currency: str, words) -> str:
     if isinstance(value, str):
         return value
     if unit.startswith("fraction"):
         return f"{value:.1%}"
     if unit.startswith("currency"):
-        return f"{value:,.2f} {unit.replace('currency', currency)}"
-    return f"{value:,.4g} {unit}"
+        return words.quantity(f"{value:,.2f}", words.unit(unit, currency))
+    return words.quantity(f"{value:,.4g}", words.unit(unit))

@@ -15,19 +15,20 @@ import re
 from dataclasses import dataclass
 
 import jinja2
+from markupsafe import Markup, escape
 
 from . import __version__
 from .catalog import data_dir
+from .i18n import DEFAULT_LANG, text
 from .model import AFTER_SUBTOTAL, COST_LINES, MEMO_LINES, build_model
 from .plan import Plan, from_serial
 
-PHASES = (("data_prep", "Data preparation"), ("validation", "Small-scale validation"),
-          ("scaling", "Mid-scale scaling"), ("training", "Full training"),
-          ("evaluation", "Evaluation and fine-tuning"), ("deployment", "Deployment"))
-SEGMENTS = (("queue_days", "Queue wait"), ("setup_days", "Setup"), ("transfer_days", "Data transfer"),
-            ("train_days", "Training (pure compute)"), ("failure_loss_days", "Failures and checkpoints"),
-            ("rollback_days", "Rollbacks (loss spikes, bad data)"),
-            ("evaluation_days", "Evaluation and fine-tuning"))
+PHASES = ("data_prep", "validation", "scaling", "training", "evaluation", "deployment")
+SEGMENTS = ("queue_days", "setup_days", "transfer_days", "train_days", "failure_loss_days", "rollback_days",
+            "evaluation_days")
+FAILURE_ROWS = ("job_mtbi_hours", "expected_interruptions", "checkpoint_full_gb", "checkpoint_write_hours",
+                "checkpoint_interval_hours", "checkpoint_interval_steps", "restart_hours", "failure_loss_days",
+                "gpu_hours_lost", "goodput", "gpu_failure_probability")
 # The total's lines, in the model's order (budget/model.py: COST_LINES, AFTER_SUBTOTAL).
 REPORT_LINES = (*COST_LINES, *AFTER_SUBTOTAL)
 KEY_INPUTS = ("model_params", "train_tokens", "gpu_type", "gpu_count", "baseline_mfu", "tp_size", "pp_size",
@@ -35,6 +36,61 @@ KEY_INPUTS = ("model_params", "train_tokens", "gpu_type", "gpu_count", "baseline
               "queue_days", "setup_days", "interruption_rate_per_gpu_hour", "storage_write_gb_per_s",
               "start_date")
 PALETTE = ("#9dc3e6", "#a9d18e", "#ffd966", "#f4b183", "#c9c9c9", "#b4a7d6")
+# A date pattern's fields (CLDR: y year, M month, d day) and its quoted text.
+_DATE_FIELDS = re.compile(r"'([^']*)'|y+|M+|d+")
+
+
+class Words:
+    """The report's texts and formats in one language (budget/messages/<lang>/report.yaml):
+    `words("report.x", days=3)` is a message with its named placeholders filled in; money, dates
+    and units are written the way the language writes them."""
+
+    def __init__(self, lang: str = DEFAULT_LANG):
+        self.lang = lang
+
+    def __call__(self, key: str, /, **figures) -> str:
+        message = text(key, self.lang)
+        return message.format(**figures) if figures else message
+
+    def html(self, key: str, /, **figures) -> Markup:
+        """The message as HTML: the catalog's text escaped, each figure escaped unless it is
+        markup already (a <strong>, a <sub>)."""
+        return Markup(escape(text(key, self.lang))).format(**figures)
+
+    def money(self, amount: float, currency: str) -> str:
+        return self("report.formats.money", amount=f"{amount:,.0f}", currency=currency)
+
+    def signed_money(self, amount: float, currency: str) -> str:
+        sign = "+" if amount >= 0 else "\u2212"
+        return self("report.formats.money", amount=f"{sign}{abs(amount):,.0f}", currency=currency)
+
+    def date(self, day, pattern: str = "report.formats.date") -> str:
+        """A date (or a spreadsheet serial) by one of the catalog's date patterns."""
+        if not isinstance(day, dt.date):
+            day = from_serial(day)
+        months = self("report.formats.month_names").split()
+
+        def field(m: re.Match) -> str:
+            token = m.group(0)
+            if m.group(1) is not None:
+                return m.group(1) or "'"
+            if token[0] == "y":
+                return f"{day.year:0{len(token)}d}" if len(token) > 2 else str(day.year)
+            if token[0] == "M":
+                return months[day.month - 1] if len(token) >= 3 else f"{day.month:0{len(token)}d}"
+            return f"{day.day:0{len(token)}d}"
+
+        return _DATE_FIELDS.sub(field, self(pattern))
+
+    def unit(self, unit: str, currency: str = "") -> str:
+        """A unit id as the language shows it (units.yaml), its `currency` the plan's code."""
+        if not unit:
+            return ""
+        shown = text(f"units.{unit}", self.lang)
+        return shown.replace("currency", currency) if currency else shown
+
+    def quantity(self, value: str, unit: str) -> str:
+        return self("report.formats.quantity", value=value, unit=unit)
 
 
 @dataclass(frozen=True)
@@ -47,17 +103,13 @@ class Bar:
     text: str
 
 
-def _money(x: float, currency: str) -> str:
-    return f"{x:,.0f} {currency}"
-
-
-def _value(name: str, value, unit: str) -> str:
+def _value(name: str, value, unit: str, words: Words) -> str:
     if value is None:
-        return "(blank)"
+        return words("report.formats.blank")
     if isinstance(value, str):
         return value
     if unit == "date":
-        return from_serial(value).isoformat()
+        return words.date(value)
     if unit == "fraction":
         return f"{value:.1%}"
     if unit == "per GPU-hour":
@@ -70,34 +122,38 @@ def _value(name: str, value, unit: str) -> str:
 def status(plan: Plan) -> dict:
     """What the report leads with: approvable or not, each failing check and each warning in
     words with its fix. The same sentences as the workbook's Summary rows."""
-    model, v = plan.model or build_model(), plan.values
+    model, v, words = plan.model or build_model(plan.lang), plan.values, Words(plan.lang)
     checks = [{"text": c.sentence(v), "fix": c.fix} for c in model.checks() if v[c.name] != 0]
     warnings = [{"text": w.sentence(v), "fix": w.fix} for w in model.warnings() if v[w.name] != 0]
     n = len(checks)
-    text = "All checks pass" if not n else f"NOT APPROVABLE: {n} check{'s' if n > 1 else ''} fail{'s' if n == 1 else ''}"
-    return {"ok": not n, "text": text, "checks": checks, "warnings": warnings,
-            "total_label": "Total" if not n else "Total (indicative: checks fail)"}
+    state = (words("report.status.all_pass") if not n else words("report.status.one_fails") if n == 1
+             else words("report.status.many_fail", count=n))
+    return {"ok": not n, "text": state, "checks": checks, "warnings": warnings,
+            "total_label": words("report.status.total") if not n else words("report.status.total_indicative")}
 
 
 def report_context(plan: Plan, workbook=None) -> dict:
     """Everything the templates show. `workbook` is the plan's written workbook
     (budget.workbook.WorkbookResult), whose Cashflow months the decision page sums by quarter;
-    it is written here when not given."""
+    it is written here when not given. `t` is the plan language's messages (`t("report.x",
+    days=3)`); render_html swaps in their HTML form."""
     from .decision import decision
     from .workbook import scenario_digest, write_workbook
 
-    v, cur = plan.values, plan.scenario.prices.currency
-    model = plan.model or build_model()
+    v, cur, words = plan.values, plan.scenario.prices.currency, Words(plan.lang)
+    model = plan.model or build_model(plan.lang)
     state = status(plan)
     phases = []
-    for n, (key, label) in enumerate(PHASES):
+    for n, key in enumerate(PHASES):
         start, end = v[f"{key}_start"], v[f"{key}_end"]
-        phases.append({"key": key, "label": label, "start": from_serial(start).isoformat(),
-                       "end": from_serial(end).isoformat(), "days": f"{end - start:,.1f}",
+        phases.append({"key": key, "label": words(f"report.phases.names.{key}"),
+                       "start": words.date(start), "end": words.date(end),
+                       "start_iso": from_serial(start).isoformat(), "end_iso": from_serial(end).isoformat(),
+                       "days": f"{end - start:,.1f}",
                        "weeks": f"{(end - start) / 7:,.1f}", "colour": PALETTE[n % len(PALETTE)]})
-    segments = [{"label": label, "days": f"{v[name]:,.1f}",
-                 "share": f"{v[name] / v['run_days']:.1%}"} for name, label in SEGMENTS]
-    costs = [{"label": model.items[name].label, "amount": _money(v[name], cur),
+    segments = [{"label": words(f"report.schedule.segments.{name}"), "days": f"{v[name]:,.1f}",
+                 "share": f"{v[name] / v['run_days']:.1%}"} for name in SEGMENTS]
+    costs = [{"label": model.items[name].label, "amount": words.money(v[name], cur),
               "share": f"{v[name] / v['total_cost']:.1%}" if v["total_cost"] else "-"}
              for name in REPORT_LINES]
     assumptions = []
@@ -106,24 +162,15 @@ def report_context(plan: Plan, workbook=None) -> dict:
             d, value, source = model.items[name], v[name], model.items[name].note
         else:
             d, value, source = model.inputs[name], plan.inputs[name].value, plan.inputs[name].source
-        assumptions.append({"label": d.label, "value": _value(name, value, d.unit),
+        assumptions.append({"label": d.label, "value": _value(name, value, d.unit, words),
                             "unit": "" if d.unit in {"text", "date"} else
-                            d.unit.replace("currency", v.get(getattr(d, "currency", "")) or cur),
+                            words.unit(d.unit, v.get(getattr(d, "currency", "")) or cur),
                             "source": source})
-    failures = [_failure_row(name, label, v[name], model.items[name].unit)
-                for name, label in (
-                    ("job_mtbi_hours", "Mean time between interruptions of the job"),
-                    ("expected_interruptions", "Expected interruptions"),
-                    ("checkpoint_full_gb", "Checkpoint size with optimizer state"),
-                    ("checkpoint_write_hours", "Time to write a checkpoint"),
-                    ("checkpoint_interval_hours", "Checkpoint interval"),
-                    ("checkpoint_interval_steps", "Checkpoint interval in steps"),
-                    ("restart_hours", "Restart time (detect, replace, reload)"),
-                    ("failure_loss_days", "Days lost to failures and checkpointing"),
-                    ("gpu_hours_lost", "GPU-hours lost"),
-                    ("goodput", "Goodput"),
-                    ("gpu_failure_probability", "Chance a given GPU is interrupted"))]
+    failures = [_failure_row(name, words(f"report.failures.rows.{name}"), v[name], model.items[name].unit, words)
+                for name in FAILURE_ROWS]
     return {
+        "t": words,
+        "lang": plan.lang,
         "version": __version__,
         "name": plan.scenario.name,
         "description": plan.scenario.description,
@@ -134,11 +181,12 @@ def report_context(plan: Plan, workbook=None) -> dict:
             "reserved": f"{v['reserved_gpus']:,.0f}", "layout": v["layout_label"],
             "train_days": f"{plan.train_days:,.1f}", "stretched_days": f"{v['stretched_training_days']:,.1f}",
             "run_days": f"{v['run_days']:,.1f}", "project_weeks": f"{v['project_weeks']:,.1f}",
-            "start": from_serial(v["start_date"]).isoformat(), "end": from_serial(v["project_end"]).isoformat(),
+            "start": words.date(v["start_date"]), "end": words.date(v["project_end"]),
             "gpu_hours": f"{plan.gpu_hours:,.0f}", "billed_gpu_hours": f"{v['billed_gpu_hours']:,.0f}",
-            "total": _money(plan.total_cost, cur), "subtotal": _money(plan.subtotal_cost, cur),
-            "pure_rental": _money(plan.rental_cost, cur), "billed_rental": _money(v["billed_rental_cost"], cur),
-            "rental_gap": _money(v["rental_gap_cost"], cur), "goodput": f"{v['goodput']:.1%}",
+            "total": words.money(plan.total_cost, cur), "subtotal": words.money(plan.subtotal_cost, cur),
+            "pure_rental": words.money(plan.rental_cost, cur),
+            "billed_rental": words.money(v["billed_rental_cost"], cur),
+            "rental_gap": words.money(v["rental_gap_cost"], cur), "goodput": f"{v['goodput']:.1%}",
             "non_training_margin": f"{v['non_training_margin']:.1%}",
             "memory_per_gpu": f"{plan.memory_per_gpu_gb:,.1f}", "usable_hbm": f"{v['usable_hbm_gb']:,.1f}",
             "fits": plan.fits,
@@ -154,29 +202,29 @@ def report_context(plan: Plan, workbook=None) -> dict:
         "status": state,
         "decision": decision(plan, state, scenario_digest(plan), workbook or write_workbook(plan)),
         # the memo lines that say something for this plan (a zero VAT or unused reservation does not)
-        "memo": [{"label": model.items[name].label, "amount": _money(v[name], cur)}
+        "memo": [{"label": model.items[name].label, "amount": words.money(v[name], cur)}
                  for name in MEMO_LINES if _memo_applies(name, v)],
         "energy": {"mwh": f"{v['energy_mwh']:,.0f}", "co2": f"{v['co2_tonnes']:,.0f}",
                    "pue": f"{v['pue']:g}", "grid": f"{v['grid_intensity']:g}",
                    "kwh_per_gpu_hour": f"{v['training_kwh_per_gpu_hour']:.2f}",
-                   "electricity": _money(v["energy_cost_equivalent"], cur),
+                   "electricity": words.money(v["energy_cost_equivalent"], cur),
                    "owned": v["ownership"] == "owned"},
-        "gantt": _gantt(plan, phases),
-        "cost_chart": _cost_chart(plan),
+        "gantt": _gantt(plan, phases, words),
+        "cost_chart": _cost_chart(plan, words),
     }
 
 
-def _failure_row(name: str, label: str, value: float, unit: str) -> tuple[str, str, str]:
+def _failure_row(name: str, label: str, value: float, unit: str, words: Words) -> tuple[str, str, str]:
     if unit == "hours" and value < 1:
-        return label, f"{value * 60:,.1f}", "minutes"
+        return label, f"{value * 60:,.1f}", words.unit("minutes")
     if unit in {"GPU-h", "interruptions"}:
-        return label, f"{value:,.0f}", unit
+        return label, f"{value:,.0f}", words.unit(unit)
     if unit == "fraction":
         return label, f"{value:.1%}", ""
-    return label, _value(name, value, unit), unit
+    return label, _value(name, value, unit, words), words.unit(unit)
 
 
-def _gantt(plan: Plan, phases: list[dict]) -> dict:
+def _gantt(plan: Plan, phases: list[dict], words: Words) -> dict:
     """Bars in an SVG 700 units wide: labels on the left, time on the right."""
     v = plan.values
     left, width, row = 200.0, 480.0, 28.0
@@ -185,15 +233,16 @@ def _gantt(plan: Plan, phases: list[dict]) -> dict:
     bars = []
     for n, p in enumerate(phases):
         s, e = v[f"{p['key']}_start"] - start, v[f"{p['key']}_end"] - start
-        bars.append(Bar(p["label"], left + s * scale, 30 + n * row, max((e - s) * scale, 1.5),
-                        p["colour"], f"{p['start']} to {p['end']}"))
+        bars.append(Bar(p["label"], left + s * scale, 30 + n * row, max((e - s) * scale, 1.5), p["colour"],
+                        words("report.gantt.bar", phase=p["label"], start=p["start"], end=p["end"])))
     ticks = []
     first = from_serial(start)
     month = dt.date(first.year + (first.month == 12), first.month % 12 + 1, 1)
     while (month - first).days <= total:
         offset = (month - first).days
-        ticks.append({"x": left + offset * scale, "label": month.strftime("%b %Y") if month.month in (1, 7)
-                      else month.strftime("%b")})
+        ticks.append({"x": left + offset * scale,
+                      "label": words.date(month, "report.formats.month_year" if month.month in (1, 7)
+                                          else "report.formats.month")})
         month = dt.date(month.year + (month.month == 12), month.month % 12 + 1, 1)
     return {"bars": bars, "ticks": ticks, "height": 30 + len(phases) * row + 24,
             "axis_y": 30 + len(phases) * row + 4, "left": left, "right": left + width}
@@ -209,15 +258,15 @@ def _memo_applies(name: str, v) -> bool:
     return bool(v[name])
 
 
-def _cost_chart(plan: Plan) -> dict:
+def _cost_chart(plan: Plan, words: Words) -> dict:
     v, cur = plan.values, plan.scenario.prices.currency
-    model = plan.model or build_model()
+    model = plan.model or build_model(plan.lang)
     lines = [(model.items[name].label, v[name]) for name in REPORT_LINES if v[name]] + [
-        (f"Memo, not in the total: {model.items['rental_cost'].label}", v["rental_cost"])]
+        (words("report.cost.chart_memo", label=model.items["rental_cost"].label), v["rental_cost"])]
     biggest = max((amount for _, amount in lines), default=1.0) or 1.0
     left, width, row = 250.0, 330.0, 26.0
     bars = [Bar(label, left, 10 + n * row, max(amount / biggest * width, 1.0),
-                "#8faadc" if n < len(lines) - 1 else "#d0cece", _money(amount, cur))
+                "#8faadc" if n < len(lines) - 1 else "#d0cece", words.money(amount, cur))
             for n, (label, amount) in enumerate(lines)]
     return {"bars": bars, "height": 10 + len(lines) * row + 6, "left": left}
 
@@ -235,7 +284,7 @@ def md_escape(text: str) -> str:
     """Scenario text in Markdown: one line of inline text. No markup (escaped), no raw HTML
     (entities), no table breaks, and no structure: line breaks and tabs become spaces and
     leading blanks go (no indented code), so fences, lists, headings and quotes cannot start."""
-    one_line = _MD_BREAKS.sub(" ", str(text)).lstrip(" \u00a0\u3000")
+    one_line = _MD_BREAKS.sub(" ", str(text)).lstrip(" \u00a0\u3000")  # i18n: not text (blanks)
     escaped = one_line.translate(_MD_SPECIAL)
     return _MD_LEADING.sub(lambda m: m.group(1) + "\\" if m.group(1)[0].isdigit()
                            else "\\" + m.group(1), escaped, count=1).replace(
@@ -266,4 +315,5 @@ def render_markdown(plan: Plan, workbook=None) -> str:
 
 
 def render_html(plan: Plan, workbook=None) -> str:
-    return environment().get_template("timeline.html.j2").render(report_context(plan, workbook))
+    context = report_context(plan, workbook)
+    return environment().get_template("timeline.html.j2").render({**context, "t": context["t"].html})
