@@ -18,6 +18,7 @@ from typing import Callable, Mapping
 
 from .catalog import Catalog
 from .errors import Problem, ScenarioError
+from .i18n import fmt, text
 from .lineitems import InputDef, Model
 from .scenario import PRECISIONS, Scenario, fx_table, resolved_shape
 
@@ -119,10 +120,17 @@ class Binder:
     def __init__(self, s: Scenario, catalog: Catalog, scenario_file: str):
         self.s, self.catalog, self.file = s, catalog, scenario_file
         self.explicit = explicit_paths(s)
+        self.lang = s.language            # the sources are written in the plan's language
+
+    def text(self, key: str, /, **figures) -> str:
+        """A message of plan.bind in the plan's language."""
+        return fmt(f"plan.bind.{key}", self.lang, **figures)
 
     def source_of(self, path: str) -> str:
         cited = self.s.sources.get(path)
-        return f"scenario {self.file}: {path}" + (f" ({cited})" if cited else "")
+        if cited:
+            return self.text("scenario_cited", file=self.file, path=path, cited=cited)
+        return self.text("scenario", file=self.file, path=path)
 
     def plain(self, d: InputDef) -> InputValue:
         """The generic case: the value at the definition's path, through its codec."""
@@ -132,7 +140,7 @@ class Binder:
             return InputValue(value, self.source_of(d.path))
         if d.constant is not None:
             return InputValue(value if value is not None else d.constant, d.cite)
-        return InputValue(value, d.cite or "default")
+        return InputValue(value, d.cite or self.text("default"))
 
     def ensure_sources_used(self) -> None:
         """`sources` keys must be field paths of the scenario schema: a typo cites nothing."""
@@ -140,10 +148,10 @@ class Binder:
         unknown = sorted(set(self.s.sources) - paths)
         if unknown:
             close = difflib.get_close_matches(unknown[0], sorted(paths), n=1)
-            hint = f"did you mean '{close[0]}'? " if close else ""
+            fix = (fmt("plan.problems.unknown_source.fix_suggest", self.lang, suggestion=close[0]) if close
+                   else text("plan.problems.unknown_source.fix", self.lang))
             raise ScenarioError(self.file, [Problem(
-                f"sources.{unknown[0]}", "cites no field of the scenario",
-                f"{hint}key sources by a field path such as prices.per_gpu_hour")])
+                f"sources.{unknown[0]}", text("plan.problems.unknown_source.message", self.lang), fix)])
 
 
 def bind(model: Model, s: Scenario, catalog: Catalog, scenario_file: str = "scenario") -> dict[str, InputValue]:
@@ -168,16 +176,17 @@ def _gpu_price(b: Binder) -> dict[str, InputValue]:
     """The GPU price: typed, or a row of catalogs/prices.yaml with its tier and term."""
     p, prices = b.s.prices, b.catalog.prices
     if p.catalog is None or prices is None:
-        return {} if p.tier is not None else {"price_tier": InputValue("on_demand", "default: on demand")}
+        return {} if p.tier is not None else {"price_tier": InputValue("on_demand", b.text("default_tier"))}
     row = prices.rental_price(p.catalog)
-    src = f"{b.source_of('prices.catalog')}: {row.provider}, {row.tier}, {prices.cite(row.per_gpu_hour)}"
+    src = b.text("price_row", source=b.source_of("prices.catalog"), provider=row.provider, tier=row.tier,
+                 cite=prices.cite(row.per_gpu_hour))
     out = {"price_per_gpu_hour": InputValue(float(row.per_gpu_hour.value), src, row.per_gpu_hour.note)}
     if p.tier is None:
-        out["price_tier"] = InputValue(row.tier, f"the tier of {row.id} (catalogs/prices.yaml)")
+        out["price_tier"] = InputValue(row.tier, b.text("tier_of", row=row.id))
     if row.tier == "reserved" and "prices.reserved.term_months" not in b.explicit:
-        out["reserved_term_months"] = InputValue(float(row.term_months), f"the term of {row.id}")
+        out["reserved_term_months"] = InputValue(float(row.term_months), b.text("term_of", row=row.id))
     if row.tier == "spot" and "prices.spot.discount" not in b.explicit:
-        out["spot_discount"] = InputValue(0.0, f"{row.id} is already a spot rate")
+        out["spot_discount"] = InputValue(0.0, b.text("spot_rate", row=row.id))
     return out
 
 
@@ -190,23 +199,26 @@ def _catalog_defaults(b: Binder) -> dict[str, InputValue]:
     e, o = prices.energy, prices.ownership
     grid = prices.grid(b.s.energy.grid or e.default_grid)
     defaults = {
-        "pue": ("energy.pue", e.pue, ""),
-        "draw_training": ("energy.draw_training", e.draw_training, ""),
-        "draw_idle": ("energy.draw_idle", e.draw_idle, ""),
-        "electricity_per_kwh": ("energy.electricity_per_kwh", e.electricity_per_kwh, ""),
-        "grid_intensity": ("energy.grid_intensity", grid.kg_per_kwh, f"grid: {grid.name}"),
-        "depreciation_years": ("owned.depreciation_years", o.depreciation_years, ""),
-        "cost_of_capital": ("owned.cost_of_capital", o.cost_of_capital, ""),
-        "ops_per_node_month": ("owned.ops_per_node_month", o.ops_per_node_month, ""),
+        "pue": ("energy.pue", e.pue),
+        "draw_training": ("energy.draw_training", e.draw_training),
+        "draw_idle": ("energy.draw_idle", e.draw_idle),
+        "electricity_per_kwh": ("energy.electricity_per_kwh", e.electricity_per_kwh),
+        "grid_intensity": ("energy.grid_intensity", grid.kg_per_kwh),
+        "depreciation_years": ("owned.depreciation_years", o.depreciation_years),
+        "cost_of_capital": ("owned.cost_of_capital", o.cost_of_capital),
+        "ops_per_node_month": ("owned.ops_per_node_month", o.ops_per_node_month),
     }
     out = {}
-    for name, (path, fig, what) in defaults.items():
+    for name, (path, fig) in defaults.items():
         if path in b.explicit:
             continue
         if name == "grid_intensity" and "energy.grid" in b.explicit:
-            source = f"{b.source_of('energy.grid')}: {grid.name}, {prices.cite(fig)}"
+            source = b.text("scenario_grid", source=b.source_of("energy.grid"), grid=grid.name,
+                            cite=prices.cite(fig))
+        elif name == "grid_intensity":
+            source = b.text("default_grid", grid=grid.name, cite=prices.cite(fig))
         else:
-            source = f"default ({what}): {prices.cite(fig)}" if what else f"default: {prices.cite(fig)}"
+            source = b.text("default_cited", cite=prices.cite(fig))
         out[name] = InputValue(float(fig.value), source, fig.note)
     return out
 
@@ -241,15 +253,22 @@ def _money(b: Binder, model: Model, out: Mapping[str, InputValue]) -> dict[str, 
         # a blank amount (the node price left to the Catalog) keeps its catalog figure's currency
         fallback = defaults[defs[0].path].currency if defs[0].path in defaults else own
         currency = present[0][1] if present else fallback
-        why = f"the currency of {present[0][0].label.lower()}" if present else "the Catalog's figure"
+        why = b.text("currency_of", label=_in_sentence(present[0][0].label, b.lang)) if present \
+            else b.text("catalog_currency")
         result[companion] = InputValue(currency, why)
         for d, cur in present:
             if cur != currency and cur in rates and currency in rates:
                 iv = out[d.name]
                 factor = rates[cur][0] / rates[currency][0]
                 result[d.name] = InputValue(iv.value * factor, iv.source,
-                                            f"given as {iv.value:g} {cur}, converted at {factor:g} {currency}/{cur}")
+                                            b.text("converted", amount=iv.value, given=cur, factor=factor,
+                                                   currency=currency))
     return result
+
+
+def _in_sentence(label: str, lang: str) -> str:
+    """A model label as it reads inside a sentence: lower case where the language says so."""
+    return label.lower() if text("plan.bind.lowercase_labels", lang) == "yes" else label
 
 
 def fx_rows(s: Scenario, catalog: Catalog):
@@ -262,7 +281,7 @@ def fx_rows(s: Scenario, catalog: Catalog):
 def _shape(b: Binder) -> dict[str, InputValue]:
     s, catalog = b.s, b.catalog
     shape = resolved_shape(s, catalog)
-    preset_src = (f"preset {s.model.preset}: {catalog.model(s.model.preset).source}"
+    preset_src = (b.text("preset", preset=s.model.preset, source=catalog.model(s.model.preset).source)
                   if s.model.preset else "")
     out = {}
     for name, field in SHAPE_INPUTS.items():
@@ -270,16 +289,13 @@ def _shape(b: Binder) -> dict[str, InputValue]:
         if path in b.explicit and shape.get(field) is not None and field not in shape.get("derived", ()):
             out[name] = InputValue(float(shape[field]), b.source_of(path))
         elif field in shape.get("derived", ()):
-            out[name] = InputValue(float(shape[field]),
-                                   "assumed from the parameter count: GPT-3's aspect ratio (hidden = 128 "
-                                   "× layers, 128-wide heads), 4,096-token sequences, 32,000-token "
-                                   "vocabulary", "set the model's shape in the scenario to replace it")
+            out[name] = InputValue(float(shape[field]), b.text("shape_assumed"), b.text("shape_assumed_note"))
         elif field == "params" and shape.get("params_from_shape"):
-            out[name] = InputValue(None, "blank: computed from the shape on the Compute sheet")
+            out[name] = InputValue(None, b.text("params_blank"))
         elif field == "global_batch_sequences" and shape.get("batch_defaulted"):
-            out[name] = InputValue(float(shape[field]), "default: about 4M tokens per step")
+            out[name] = InputValue(float(shape[field]), b.text("batch_default"))
         else:
-            note = "blank it to compute the count from the shape" if field == "params" else ""
+            note = b.text("params_note") if field == "params" else ""
             out[name] = InputValue(float(shape[field]), preset_src, note)
     return out
 
@@ -288,14 +304,13 @@ def _utilisation(b: Binder) -> dict[str, InputValue]:
     """mfu and effective TFLOPS are all-in (the layout efficiency is then pinned to 1);
     baseline_mfu is scaled by the layout model; none of them: the catalog's typical MFU."""
     hw, eff = b.s.hardware, b.s.efficiency
-    blank_mfu = "blank: effective TFLOPS ÷ peak, else the catalog's typical MFU (Compute sheet)"
-    out = {"mfu": InputValue(None, blank_mfu),
-           "effective_tflops_given": InputValue(None, "blank: from the MFU")}
+    out = {"mfu": InputValue(None, b.text("mfu_blank")),
+           "effective_tflops_given": InputValue(None, b.text("tflops_blank"))}
     if hw.mfu is not None:
         out["mfu"] = InputValue(float(hw.mfu), b.source_of("hardware.mfu"))
     elif hw.baseline_mfu is not None:
         out["mfu"] = InputValue(float(hw.baseline_mfu), b.source_of("hardware.baseline_mfu"),
-                                "scaled by the layout efficiency")
+                                b.text("mfu_scaled"))
     if hw.effective_tflops is not None:
         out["effective_tflops_given"] = InputValue(float(hw.effective_tflops),
                                                    b.source_of("hardware.effective_tflops"))
@@ -304,17 +319,15 @@ def _utilisation(b: Binder) -> dict[str, InputValue]:
                                                        b.source_of("efficiency.layout_efficiency"))
     elif hw.mfu is not None or hw.effective_tflops is not None:
         key = "mfu" if hw.mfu is not None else "effective_tflops"
-        out["layout_efficiency_override"] = InputValue(
-            1.0, f"hardware.{key} is an all-in figure, so layout losses are already in it",
-            "blank it to let the Parallelism model scale the MFU")
+        out["layout_efficiency_override"] = InputValue(1.0, b.text("all_in", key=key), b.text("all_in_note"))
     return out
 
 
 def _precision(b: Binder) -> dict[str, InputValue]:
     mem = b.s.memory
     preset = PRECISIONS[mem.precision]
-    source = (b.source_of("memory.precision") if "memory.precision" in b.explicit
-              else "default precision") + f": {mem.precision}"
+    source = (b.text("precision", source=b.source_of("memory.precision"), precision=mem.precision)
+              if "memory.precision" in b.explicit else b.text("default_precision", precision=mem.precision))
     out = {}
     for name, index in PRECISION_BYTES.items():
         path = f"memory.{name}"
@@ -329,7 +342,7 @@ def _staffing(b: Binder) -> dict[str, InputValue]:
     """The staffing table, its monthly costs in one currency: the first role's (the scenario's
     unless given as {amount, currency}); other roles' costs converted at the FX table's rate."""
     roles = b.s.staffing
-    src = b.source_of("staffing") if roles else "no staffing in the scenario"
+    src = b.source_of("staffing") if roles else b.text("no_staffing")
     own = b.s.prices.currency
     currency = (roles[0].monthly_cost.currency or own) if roles else own
     rates = fx_table(b.s, b.catalog)
@@ -340,7 +353,7 @@ def _staffing(b: Binder) -> dict[str, InputValue]:
         return float(role.monthly_cost.amount) * factor
 
     return {
-        "staff_currency": InputValue(currency, "the currency of the staffing table's monthly costs"),
+        "staff_currency": InputValue(currency, b.text("staff_currency")),
         "staff_role": InputValue(tuple(r.role for r in roles), src),
         "staff_headcount": InputValue(tuple(float(r.headcount) for r in roles), src),
         "staff_monthly_cost": InputValue(tuple(cost(r) for r in roles), src),
@@ -403,7 +416,7 @@ def unbind(model: Model, values: Mapping[str, object]) -> dict:
             "staff_role", "staff_headcount", "staff_monthly_cost", "staff_months"))):
         if role in (None, "") and heads in (None, "", 0) and cost in (None, "", 0):
             continue
-        row = {"role": str(role or "(unnamed role)"), "headcount": _number(heads or 0),
+        row = {"role": str(role or text("plan.bind.unnamed_role", model.lang)), "headcount": _number(heads or 0),
                "monthly_cost": _number(cost or 0)}
         if values.get("staff_currency") not in (None, "", own):
             row["monthly_cost"] = {"amount": row["monthly_cost"], "currency": str(values["staff_currency"])}

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from itertools import product
 from typing import Callable, Mapping
 
+from .i18n import DEFAULT_LANG, fmt, text
 from .lineitems import Model
 from .model import RECOMPUTE_MODES
 
@@ -55,14 +56,13 @@ class Layout:
                 "micro_batch_size": float(self.micro_batch), "zero_stage": float(self.zero_stage),
                 "recompute": self.recompute, "sequence_parallel": self.sequence_parallel}
 
-    def describe(self, dp: float) -> str:
-        parts = [f"TP {self.tp} × PP {self.pp} × DP {dp:g}", f"micro-batch {self.micro_batch}",
-                 f"ZeRO-{self.zero_stage}" if self.zero_stage else "no ZeRO",
-                 {"none": "no recomputation", "selective": "selective recomputation",
-                  "full": "full recomputation"}[self.recompute]]
-        if self.sequence_parallel == "yes":
-            parts.append("sequence parallel")
-        return ", ".join(parts)
+    def describe(self, dp: float, lang: str = DEFAULT_LANG) -> str:
+        """The layout in words, as the Parallelism sheet's columns say it."""
+        zero = (fmt("layout.zero.stage", lang, stage=self.zero_stage) if self.zero_stage
+                else text("layout.zero.none", lang))
+        form = "layout.describe.sequence_parallel" if self.sequence_parallel == "yes" else "layout.describe.plain"
+        return fmt(form, lang, tp=self.tp, pp=self.pp, dp=dp, micro_batch=self.micro_batch, zero=zero,
+                   recompute=text(f"layout.recompute.{self.recompute}", lang))
 
 
 @dataclass(frozen=True)
@@ -162,6 +162,7 @@ class Evaluator:
         self.base = model.evaluate(inputs, tables)
         self.run: Callable = model.dependents({*LAYOUT_INPUTS, "gpu_count"}, RANKED_OUTPUTS)
         self.calls = 0
+        self.lang = model.lang          # the language the search explains itself in
 
     def __call__(self, layout: Layout, gpu_count: int) -> Candidate:
         self.calls += 1
@@ -177,14 +178,14 @@ def search(evaluate: Evaluator, space: Space, gpu_count: int, keep: int = 10) ->
     candidates = [evaluate(layout, gpu_count) for layout in space.options(gpu_count)]
     fitting = sorted((c for c in candidates if c.fits), key=Candidate.sort_key)
     if not fitting:
-        raise NoLayoutFits(_why_none(candidates, gpu_count))
+        raise NoLayoutFits(_why_none(candidates, gpu_count, evaluate.lang))
     best = fitting[0]
     # Faster layouts that do not fit, the nearest to fitting first: they show what memory costs.
     faster = sorted((c for c in candidates if not c.fits and c.train_days < best.train_days - 1e-9),
                     key=lambda c: (c.values["memory_per_gpu_gb"], c.sort_key()))
     return SearchResult(gpu_count, len(candidates), len(fitting), tuple(fitting[:keep]),
                         tuple(_distinct(faster, 3)), tuple(sorted(space.pins)),
-                        explain(fitting, faster, len(candidates), gpu_count))
+                        explain(fitting, faster, len(candidates), gpu_count, evaluate.lang))
 
 
 def _distinct(candidates: list[Candidate], n: int) -> list[Candidate]:
@@ -200,49 +201,47 @@ def _distinct(candidates: list[Candidate], n: int) -> list[Candidate]:
     return out
 
 
-def _why_none(candidates: list[Candidate], gpu_count: int) -> str:
+def _why_none(candidates: list[Candidate], gpu_count: int, lang: str = DEFAULT_LANG) -> str:
     if not candidates:
-        return (f"no layout splits {gpu_count} GPUs: TP x PP must divide the GPU count and "
-                "DP x micro-batch must divide the global batch")
+        return fmt("layout.none_fits.no_split", lang, gpu_count=gpu_count)
     least = min(candidates, key=lambda c: c.values["memory_per_gpu_gb"])
-    return (f"no layout of {gpu_count} GPUs fits in memory: the leanest "
-            f"({least.layout.describe(least.values['dp_size'])}) needs "
-            f"{least.values['memory_per_gpu_gb']:.1f} GB of {least.values['usable_hbm_gb']:.1f} GB usable")
+    return fmt("layout.none_fits.no_memory", lang, gpu_count=gpu_count,
+               layout=least.layout.describe(least.values["dp_size"], lang),
+               memory=least.values["memory_per_gpu_gb"], usable=least.values["usable_hbm_gb"])
 
 
-def explain(fitting: list[Candidate], faster: list[Candidate], evaluated: int, gpu_count: int) -> str:
-    """Why the winner won, in words a reviewer can check against the Parallelism sheet."""
+def explain(fitting: list[Candidate], faster: list[Candidate], evaluated: int, gpu_count: int,
+            lang: str = DEFAULT_LANG) -> str:
+    """Why the winner won, in words a reviewer can check against the Parallelism sheet: whole
+    sentences of the catalog (layout.explain), the ones that apply."""
     best = fitting[0]
     v = best.values
-    text = (f"{best.layout.describe(v['dp_size'])}: the fastest of {len(fitting):,} layouts that fit "
-            f"(of {evaluated:,} evaluated for {gpu_count:,} GPUs), {v['train_days']:.1f} training days "
-            f"at {v['memory_per_gpu_gb']:.1f} of {v['usable_hbm_gb']:.1f} GB per GPU; pipeline bubble "
-            f"{v['bubble_fraction']:.1%}, exposed communication {v['comm_fraction']:.1%}, "
-            f"recomputation {v['recompute_overhead']:.1%}.")
+    sentences = [fmt("layout.explain.best", lang, layout=best.layout.describe(v["dp_size"], lang),
+                     fitting=len(fitting), evaluated=evaluated, gpu_count=gpu_count,
+                     train_days=v["train_days"], memory=v["memory_per_gpu_gb"], usable=v["usable_hbm_gb"],
+                     bubble=v["bubble_fraction"], comm=v["comm_fraction"], recompute=v["recompute_overhead"])]
     ties = sum(1 for c in fitting[1:] if c.train_days - best.train_days <= 1e-9)
     if ties:
-        text += (f" {ties:,} other layouts tie on days and cost at these assumptions; this one is "
-                 "the simplest (least recomputation, lowest ZeRO stage, fewest stages).")
+        sentences.append(fmt("layout.explain.ties", lang, ties=ties))
     shape = (best.layout.tp, best.layout.pp, best.layout.micro_batch)
     second = next((c for c in fitting[1:] if (c.layout.tp, c.layout.pp, c.layout.micro_batch) != shape
                    and c.train_days - best.train_days > 1e-9), None)
     if second is not None:
-        gap = second.train_days - best.train_days
-        text += (f" The best different split ({second.layout.describe(second.values['dp_size'])}) "
-                 f"takes {gap:.1f} days longer: {_main_difference(best, second)}.")
+        sentences.append(fmt("layout.explain.second", lang,
+                             layout=second.layout.describe(second.values["dp_size"], lang),
+                             gap=second.train_days - best.train_days,
+                             reason=text(f"layout.difference.{_main_difference(best, second)}", lang)))
     if faster:
         f = faster[0]
-        text += (f" Faster layouts do not fit: {f.layout.describe(f.values['dp_size'])} would need "
-                 f"{f.values['memory_per_gpu_gb']:.1f} GB.")
-    return text
+        sentences.append(fmt("layout.explain.faster", lang, layout=f.layout.describe(f.values["dp_size"], lang),
+                             memory=f.values["memory_per_gpu_gb"]))
+    return text("layout.explain.join", lang).join(sentences)
 
 
 def _main_difference(best: Candidate, other: Candidate) -> str:
-    diffs = {
-        "its pipeline bubble is larger": other.values["bubble_fraction"] - best.values["bubble_fraction"],
-        "it spends more time communicating": other.values["comm_fraction"] - best.values["comm_fraction"],
-        "it recomputes more": other.values["recompute_overhead"] - best.values["recompute_overhead"],
-    }
+    """The output (bubble, communication or recomputation) where `other` loses most to `best`."""
+    diffs = {name: other.values[name] - best.values[name]
+             for name in ("bubble_fraction", "comm_fraction", "recompute_overhead")}
     reason, _ = max(diffs.items(), key=lambda kv: kv[1])
     return reason
 
@@ -273,7 +272,8 @@ def smallest_count_for_deadline(evaluate: Evaluator, space: Space, deadline_days
         return result is not None and result.best.values["stretched_training_days"] <= deadline_days * (1 + 1e-12)
 
     if not counts or not meets(len(counts) - 1):
-        raise NoLayoutFits(f"no GPU count up to {MAX_GPUS:,} trains within {deadline_days:g} days")
+        raise NoLayoutFits(fmt("layout.none_fits.deadline", evaluate.lang, max_gpus=MAX_GPUS,
+                               deadline=deadline_days))
     lo, hi = 0, len(counts) - 1
     while lo < hi:
         mid = (lo + hi) // 2
@@ -285,24 +285,23 @@ def smallest_count_for_deadline(evaluate: Evaluator, space: Space, deadline_days
         if meets(i):
             hi = i
             break
-    return at(hi), _next_smaller(counts, hi, at)
+    return at(hi), _next_smaller(counts, hi, at, evaluate.lang)
 
 
-def _next_smaller(counts: list[int], i: int, at) -> str:
+def _next_smaller(counts: list[int], i: int, at, lang: str = DEFAULT_LANG) -> str:
     """Why the count below the answer was not enough, in words."""
     if i == 0:
-        return "no smaller count can hold the model and split the batch"
+        return text("layout.next_smaller.none", lang)
     below = at(i - 1)
     if below is None:
-        return (f"the next smaller count that splits the batch, {counts[i - 1]:,} GPUs, "
-                "has no layout that fits")
-    return (f"the next smaller count that splits the batch, {counts[i - 1]:,} GPUs, would take "
-            f"{below.best.values['stretched_training_days']:.1f} days with failures")
+        return fmt("layout.next_smaller.no_fit", lang, gpu_count=counts[i - 1])
+    return fmt("layout.next_smaller.too_slow", lang, gpu_count=counts[i - 1],
+               days=below.best.values["stretched_training_days"])
 
 
 def first_count_that_fits(evaluate: Evaluator, space: Space, start_gpus: int) -> SearchResult:
     """From the memory-first count upward, the first splittable count some layout fits."""
-    last_error = NoLayoutFits(f"no GPU count from {start_gpus} up can be split for this batch")
+    last_error = NoLayoutFits(fmt("layout.none_fits.no_count", evaluate.lang, start=start_gpus))
     for n in [n for n in space.split_counts() if n >= start_gpus][:256]:
         try:
             return search(evaluate, space, n)

@@ -14,6 +14,7 @@ from typing import Mapping
 
 from .catalog import Catalog
 from .errors import Problem as _Problem, ScenarioError
+from .i18n import DEFAULT_LANG, fmt, text
 from .layout import (LAYOUT_INPUTS, layout_domains, Candidate, Evaluator, Layout, NoLayoutFits, SearchResult, Space,
                      first_count_that_fits, search, smallest_count_for_deadline)
 from .bind import fx_rows, InputValue, bind, excel_serial, from_serial, schema_paths  # noqa: F401 - re-exported
@@ -36,19 +37,17 @@ class TableData:
 
 # Korthikanti et al. 2022, Table 2, as (replicated, split-by-TP, attention coefficient), and
 # the compute each mode adds: full recomputation repeats the forward pass (2 of 6 FLOPs per
-# parameter per token, 8ND instead of 6ND); selective recomputation adds a few percent.
+# parameter per token, 8ND instead of 6ND); selective recomputation adds a few percent. What
+# each row is, in words: plan.tables.activation_modes.<recompute>_<sequence parallel>.
 SELECTIVE_OVERHEAD = 0.04
 FULL_OVERHEAD = 2 / 6
 ACTIVATION_MODES = {
-    "none/no": (10, 24, 5, 0.0, "TP without sequence parallelism: sbh(10 + 24/t + 5as/(ht))"),
-    "none/yes": (0, 34, 5, 0.0, "TP with sequence parallelism: sbh(34/t + 5as/(ht))"),
-    "selective/no": (10, 24, 0, SELECTIVE_OVERHEAD, "TP + selective recomputation: sbh(10 + 24/t); "
-                     "overhead 2-7% (formulas.md), 4% used"),
-    "selective/yes": (0, 34, 0, SELECTIVE_OVERHEAD, "TP + SP + selective recomputation: 34·sbh/t"),
-    "full/no": (2, 0, 0, FULL_OVERHEAD, "full recomputation: only each layer's input, 2·sbh; "
-                "one extra forward pass, 8ND instead of 6ND"),
-    "full/yes": (0, 2, 0, FULL_OVERHEAD, "full recomputation with SP: the layer input is sharded "
-                 "over TP, 2·sbh/t"),
+    "none/no": (10, 24, 5, 0.0),
+    "none/yes": (0, 34, 5, 0.0),
+    "selective/no": (10, 24, 0, SELECTIVE_OVERHEAD),
+    "selective/yes": (0, 34, 0, SELECTIVE_OVERHEAD),
+    "full/no": (2, 0, 0, FULL_OVERHEAD),
+    "full/yes": (0, 2, 0, FULL_OVERHEAD),
 }
 
 
@@ -60,7 +59,7 @@ class Plan:
     values: Mapping[str, object]
     tables: Mapping[str, TableData]
     warnings: tuple[str, ...] = field(default=())
-    layout: "LayoutChoice | None" = None
+    layout: LayoutChoice | None = None
     candidate_values: tuple[Mapping[str, object], ...] = ()   # full model values per candidate
     model: Model | None = None              # the model the values come from; writers read it
     options: tuple[tuple[str, "Plan"], ...] = ()   # the scenario's options, each a plan of its own
@@ -117,6 +116,7 @@ class Plan:
 
 
 def accelerator_table(catalog: Catalog, scenario: Scenario | None = None) -> TableData:
+    lang = scenario.language if scenario is not None else DEFAULT_LANG
     rows, sources = [], []
     for acc in catalog.accelerators:
         row = {"id": acc.id, "name": acc.name, "vendor": acc.vendor}
@@ -128,17 +128,18 @@ def accelerator_table(catalog: Catalog, scenario: Scenario | None = None) -> Tab
             if fig is not None:
                 cites.append(fig.cite())
         added = scenario is not None and acc.id in {r.id for r in scenario.catalog.accelerators}
-        row.update(_node_figures(catalog, acc.id, cites, stand_in=not added))
+        row.update(_node_figures(catalog, acc.id, cites, stand_in=not added, lang=lang))
         if scenario and scenario.hardware.peak_tflops and acc.id == scenario.hardware.accelerator:
             row["peak_bf16_tflops"] = float(scenario.hardware.peak_tflops)
-            cites[0] = (f"peak overridden by the scenario (hardware.peak_tflops); "
-                        f"datasheet {acc.peak_bf16_tflops.value:g}, {cites[0]}")
+            cites[0] = fmt("plan.tables.peak_overridden", lang, datasheet=acc.peak_bf16_tflops.value,
+                           cite=cites[0])
         rows.append(row)
         sources.append("; ".join(dict.fromkeys(cites)))
     return TableData(tuple(rows), tuple(sources))
 
 
-def _node_figures(catalog: Catalog, acc_id: str, cites: list, stand_in: bool = True) -> dict:
+def _node_figures(catalog: Catalog, acc_id: str, cites: list, stand_in: bool = True,
+                  lang: str = DEFAULT_LANG) -> dict:
     """The accelerator's node from catalogs/prices.yaml: its own power and purchase price. A
     node's own power hardly depends on its GPUs, so without a row of its own the catalog's
     first node stands in for the power (the citation says so); the price stays blank."""
@@ -150,20 +151,22 @@ def _node_figures(catalog: Catalog, acc_id: str, cites: list, stand_in: bool = T
     if like is None:      # a row the scenario (or a reviewer) added: its own figures or none
         return {"node_overhead_kw": None, "node_price": None, "node_price_currency": None}
     # short citations, as the other figures' (source key and date; catalogs/prices.yaml expands them)
-    cites.append(f"node power: {like.id}{'' if node else ' (no node of this accelerator listed)'}, "
-                 f"{like.overhead_kw_per_node.cite()}")
+    cites.append(fmt("plan.tables.node_power" if node else "plan.tables.node_power_stand_in", lang,
+                     node=like.id, cite=like.overhead_kw_per_node.cite()))
     if node is not None:
-        cites.append(f"node price: {node.id}, {node.price_per_node.cite()}")
+        cites.append(fmt("plan.tables.node_price", lang, node=node.id, cite=node.price_per_node.cite()))
     return {"node_overhead_kw": float(like.overhead_kw_per_node.value),
             "node_price": float(node.price_per_node.value) if node else None,
             "node_price_currency": node.price_per_node.currency if node else None}
 
 
-def activation_table() -> TableData:
+def activation_table(lang: str = DEFAULT_LANG) -> TableData:
     rows = tuple({"id": k, "replicated": float(a), "split": float(b), "attention": float(c),
                   "recompute_overhead": float(o)}
-                 for k, (a, b, c, o, _) in ACTIVATION_MODES.items())
-    sources = tuple(f"Korthikanti et al. 2022, Table 2: {v[4]}" for v in ACTIVATION_MODES.values())
+                 for k, (a, b, c, o) in ACTIVATION_MODES.items())
+    sources = tuple(fmt("plan.tables.activation", lang,
+                        mode=text(f"plan.tables.activation_modes.{k.replace('/', '_')}", lang))
+                    for k in ACTIVATION_MODES)
     return TableData(rows, sources)
 
 
@@ -178,18 +181,17 @@ def build_plan(s: Scenario, catalog: Catalog, scenario_id: str = "scenario",
     catalog = catalog.with_accelerators(s.catalog.accelerators)
     model = build_model(s.language)
     inputs = bind(model, s, catalog, file)
-    tables = {ACCELERATOR_TABLE: accelerator_table(catalog, s), ACTIVATION_TABLE: activation_table(),
+    tables = {ACCELERATOR_TABLE: accelerator_table(catalog, s), ACTIVATION_TABLE: activation_table(s.language),
               FX_TABLE: TableData(*fx_rows(s, catalog))}
     lookups = {name: t.lookup() for name, t in tables.items()}
-    inputs.update(_structure(inputs, weeks=0))
+    inputs.update(_structure(inputs, s.language, weeks=0))
     try:
         layout = size_and_lay_out(s, catalog, inputs, lookups)
     except NoLayoutFits as err:
         raise ScenarioError(file, [_no_layout_problem(s, str(err))]) from None
     inputs.update(layout.inputs)
     searched = "yes" if layout.search is not None else "no"
-    inputs["layout_searched"] = InputValue(searched, "whether the planner's layout search chose the "
-                                                     "GPU count or layout of this workbook")
+    inputs["layout_searched"] = InputValue(searched, text("plan.sources.layout_searched", s.language))
     values = _evaluate(model, _values(inputs), lookups, file)
     # What the search saw, kept beside the inputs (and the Timeline grid, sized for edits):
     # the checks compare the live cells with these.
@@ -197,15 +199,14 @@ def build_plan(s: Scenario, catalog: Catalog, scenario_id: str = "scenario",
                 TIMELINE_MAX_WEEKS)
     held = values["spend_months"]
     months = min(max(CASHFLOW_MIN_MONTHS, 2 * math.ceil(min(held, CASHFLOW_MAX_MONTHS))), CASHFLOW_MAX_MONTHS)
-    inputs.update(_structure(inputs, weeks, values, months))
+    inputs.update(_structure(inputs, s.language, weeks, values, months))
     values = _evaluate(model, _values(inputs), lookups, file)
     if values["failure_fraction"] >= 1:
         raise ScenarioError(file, [_Problem(
             "reliability.interruption_rate_per_gpu_hour",
-            f"interruptions every {values['job_mtbi_hours']:.2f} hours come faster than the "
-            f"{values['loss_per_interruption_hours']:.2f} hours each one costs, so the run never ends",
-            "lower the rate, restart faster (reliability.*), write checkpoints faster "
-            "(storage.write_gb_per_s) or use fewer GPUs")])
+            fmt("plan.problems.never_ends.message", s.language, mtbi=values["job_mtbi_hours"],
+                loss=values["loss_per_interruption_hours"]),
+            text("plan.problems.never_ends.fix", s.language))])
     candidates = tuple(
         MappingProxyType(model.evaluate({**_values(inputs), **c.layout.as_inputs()}, lookups))
         for c in layout.candidates)
@@ -225,17 +226,16 @@ def _values(inputs: Mapping[str, InputValue]) -> dict[str, object]:
     return {k: iv.value for k, iv in inputs.items()}
 
 
-def _structure(inputs: Mapping[str, InputValue], weeks: int,
+def _structure(inputs: Mapping[str, InputValue], lang: str, weeks: int,
                values: Mapping[str, object] | None = None, months: int = 0) -> dict[str, InputValue]:
     """The workbook-structure inputs and the values at generation (gen_<name>)."""
+    cells = {"staff_rows_below": (), "catalog_rows_below": (), "timeline_week_cells": tuple(range(weeks)),
+             "cashflow_month_cells": tuple(range(months))}
     out = {"layout_searched": inputs.get("layout_searched", InputValue("no", "")),
-           "staff_rows_below": InputValue((), "the cells below the staffing table"),
-           "catalog_rows_below": InputValue((), "the cells below the accelerator catalog"),
-           "timeline_week_cells": InputValue(tuple(range(weeks)), "the Timeline sheet's week columns"),
-           "cashflow_month_cells": InputValue(tuple(range(months)), "the Cashflow sheet's month columns")}
+           **{name: InputValue(value, text(f"plan.sources.{name}", lang)) for name, value in cells.items()}}
     for name in (*SEARCH_INPUTS, *SEARCH_ITEMS):
         value = values[name] if values is not None else (inputs[name].value if name in inputs else None)
-        out[f"gen_{name}"] = InputValue(value, "the value when the planner chose the GPU count and layout")
+        out[f"gen_{name}"] = InputValue(value, text("plan.sources.at_generation", lang))
     return out
 
 
@@ -263,7 +263,7 @@ def size_and_lay_out(s: Scenario, catalog: Catalog, inputs: dict[str, InputValue
     gpn = int(acc.gpus_per_node.value)
     pins = {name: iv.value for name, iv in inputs.items()
             if name in LAYOUT_INPUTS and iv.value is not None}
-    model = build_model()
+    model = build_model(s.language)
     dims = model.layout_inputs()
     base = {k: iv.value for k, iv in inputs.items()}
     # Until the search chooses, free dimensions take their simplest value (PP: one stage).
@@ -274,14 +274,13 @@ def size_and_lay_out(s: Scenario, catalog: Catalog, inputs: dict[str, InputValue
                   layout_domains(model))
     given = s.hardware.gpu_count
 
+    lang = s.language
     if given and len(pins) == len(LAYOUT_INPUTS):
         pinned = evaluate(Layout.from_inputs(pins), given)
-        fit = "fits" if pinned.fits else "does NOT fit"
-        text = (f"Layout pinned by the scenario: {pinned.layout.describe(pinned.values['dp_size'])}; "
-                f"it {fit} ({pinned.values['memory_per_gpu_gb']:.1f} of "
-                f"{pinned.values['usable_hbm_gb']:.1f} GB per GPU). Remove keys under parallelism "
-                "to let the search choose.")
-        return LayoutChoice("fixed", None, (pinned,), {}, text, evaluate.calls)
+        explanation = fmt("plan.layout.pinned_fits" if pinned.fits else "plan.layout.pinned_does_not_fit", lang,
+                          layout=pinned.layout.describe(pinned.values["dp_size"], lang),
+                          memory=pinned.values["memory_per_gpu_gb"], usable=pinned.values["usable_hbm_gb"])
+        return LayoutChoice("fixed", None, (pinned,), {}, explanation, evaluate.calls)
 
     if given:
         mode, result = "fixed", search(evaluate, space, given)
@@ -290,20 +289,18 @@ def size_and_lay_out(s: Scenario, catalog: Catalog, inputs: dict[str, InputValue
         mode = "deadline"
         start = max(evaluate.base["min_gpus_for_memory"], _ideal_gpus(evaluate.base, s.hardware.deadline_days))
         result, below = smallest_count_for_deadline(evaluate, space, s.hardware.deadline_days, int(start))
-        count_source = (f"deadline {s.hardware.deadline_days:g} days: the smallest whole-node count "
-                        f"whose best layout meets it ({result.best.values['stretched_training_days']:.1f} days "
-                        f"with failures); {below}")
+        count_source = fmt("plan.sources.deadline", lang, deadline=s.hardware.deadline_days,
+                           days=result.best.values["stretched_training_days"], below=below)
     else:
         mode = "memory-first"
         start = int(evaluate.base["memory_first_gpus"])
         result = first_count_that_fits(evaluate, space, start)
-        count_source = (f"memory first (seed 000 steps 1-3): {evaluate.base['memory_total_gb']:,.0f} GB "
-                        f"÷ {evaluate.base['usable_hbm_gb']:.1f} GB usable, in whole nodes, "
-                        f"+{s.sizing.split_margin:.0%} splitting margin = {start} GPUs"
-                        + (f"; raised to {result.gpu_count} for a layout that fits"
-                           if result.gpu_count > start else ""))
+        count_source = fmt("plan.sources.memory_first_raised" if result.gpu_count > start
+                           else "plan.sources.memory_first", lang,
+                           memory=evaluate.base["memory_total_gb"], usable=evaluate.base["usable_hbm_gb"],
+                           margin=s.sizing.split_margin, gpus=start, raised=result.gpu_count)
     chosen = result.best.layout.as_inputs()
-    rank = f"layout search: best of {result.fitting:,} fitting layouts (Parallelism sheet)"
+    rank = fmt("plan.sources.search", lang, fitting=result.fitting)
     layout_inputs = {name: (inputs[name] if name in pins else InputValue(chosen[name], rank))
                      for name in LAYOUT_INPUTS}
     if count_source:
@@ -325,13 +322,9 @@ def _ideal_gpus(base: Mapping, deadline_days: float) -> int:
 
 
 def _no_layout_problem(s: Scenario, why: str):
-    from .errors import Problem
     if s.hardware.gpu_count:
-        return Problem("hardware.gpu_count", why,
-                       "add GPUs, unpin parallelism keys, allow ZeRO or recomputation, or choose an "
-                       "accelerator with more memory")
-    return Problem("hardware", why, "relax the deadline, unpin parallelism keys, or choose a "
-                                    "larger accelerator")
+        return _Problem("hardware.gpu_count", why, text("plan.problems.no_layout_at_count.fix", s.language))
+    return _Problem("hardware", why, text("plan.problems.no_layout_for_deadline.fix", s.language))
 
 
 def _evaluate(model, inputs: dict, lookups: Mapping, file: str) -> dict:
@@ -345,15 +338,20 @@ def _evaluate(model, inputs: dict, lookups: Mapping, file: str) -> dict:
             try:
                 compile_items([(item.name, item.expr)])(env, lookups)
             except ZeroDivisionError:
-                raise ScenarioError(file, [_Problem(
-                    item.name, f"'{item.label}' divides by zero with these inputs",
-                    "check the inputs it uses for zeros: " + ", ".join(sorted(item.expr.refs())))]) from None
+                raise ScenarioError(file, [_item_problem(model, item.name, "divides_by_zero")]) from None
             except (OverflowError, ValueError):
-                raise ScenarioError(file, [_Problem(
-                    item.name, f"'{item.label}' cannot be computed with these inputs",
-                    "check the inputs it uses for extreme values: "
-                    + ", ".join(sorted(item.expr.refs())))]) from None
+                raise ScenarioError(file, [_item_problem(model, item.name, "cannot_compute")]) from None
         raise
+
+
+def _item_problem(model: Model, name: str, kind: str):
+    """A line item that cannot be computed (plan.problems.<kind>): its label, and the inputs
+    its formula uses as the place to look."""
+    item = model.items.get(name)
+    label = item.label if item is not None else name
+    refs = ", ".join(sorted(item.expr.refs())) if item is not None else name
+    return _Problem(name, fmt(f"plan.problems.{kind}.message", model.lang, label=label),
+                    fmt(f"plan.problems.{kind}.fix", model.lang, refs=refs))
 
 
 MAX_PROJECT_DAYS = 36_525   # a century: dates stay displayable, the week grid fits a sheet
@@ -365,30 +363,26 @@ def _check_displayable(model, s: Scenario, values: Mapping, candidates, file: st
     for table in (values, *candidates):
         for name, value in table.items():
             if isinstance(value, float) and not math.isfinite(value):
-                item = model.items.get(name)
-                label = item.label if item is not None else name
-                refs = ", ".join(sorted(item.expr.refs())) if item is not None else name
-                raise ScenarioError(file, [_Problem(
-                    name, f"'{label}' is not a finite number with these inputs",
-                    f"check the inputs it uses for extreme values: {refs}")])
+                raise ScenarioError(file, [_item_problem(model, name, "not_finite")])
     days = values["project_days"]
     if days > MAX_PROJECT_DAYS:
         training = values["training_end"] - values["training_start"]
-        where, fix = (("data.train_tokens", "train on fewer tokens, or use more or faster GPUs "
-                       "(hardware.gpu_count, hardware.effective_tflops)") if training > days / 2
-                      else ("schedule", "shorten the phases under schedule"))
+        where, fix = (("data.train_tokens", "plan.problems.too_long.fix_tokens") if training > days / 2
+                      else ("schedule", "plan.problems.too_long.fix_schedule"))
         raise ScenarioError(file, [_Problem(
-            where, f"the project would take {days / 365.25:,.0f} years, over the "
-                   f"{MAX_PROJECT_DAYS / 365.25:.0f} a workbook can show", fix)])
+            where, fmt("plan.problems.too_long.message", s.language, years=days / 365.25,
+                       limit=MAX_PROJECT_DAYS / 365.25), text(fix, s.language))])
 
 
-def failing(values: Mapping[str, object]) -> list:
-    """The checks that are not 0."""
-    return [c for c in build_model().checks() if values[c.name] != 0]
+def failing(values: Mapping[str, object], model: Model | None = None) -> list:
+    """The checks that are not 0 (of `model`, whose texts they carry; the English model's by default)."""
+    return [c for c in (model or build_model()).checks() if values[c.name] != 0]
 
 
 def _warnings(model: Model, values: Mapping[str, object]) -> list[str]:
     """One line per failing check, then per plausibility warning, in the model's words."""
-    return ([f"check failing: {c.sentence(values)}. {c.fix}" for c in failing(values)]
-            + [f"warning: {w.sentence(values)}. {w.fix}" for w in model.warnings() if values[w.name]])
+    return ([fmt("plan.warnings.check_failing", model.lang, sentence=c.sentence(values), fix=c.fix)
+             for c in failing(values, model)]
+            + [fmt("plan.warnings.warning", model.lang, sentence=w.sentence(values), fix=w.fix)
+               for w in model.warnings() if values[w.name]])
 
