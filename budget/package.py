@@ -33,6 +33,7 @@ from . import __version__
 from .bind import from_serial
 from .catalog import data_dir, load_catalog
 from .errors import InputError, Problem, ScenarioError
+from .i18n import DEFAULT_LANG
 from .output import Output
 from .plan import Plan, build_model
 
@@ -52,7 +53,7 @@ def _json_value(value):
         return value
     if isinstance(value, (int, float)):
         if isinstance(value, float) and not math.isfinite(value):
-            raise ValueError(f"not a finite number: {value!r}")
+            raise ValueError(f"not a finite number: {value!r}")  # i18n: not text
         return value
     if isinstance(value, (tuple, list)):
         return [_json_value(v) for v in value]
@@ -60,7 +61,7 @@ def _json_value(value):
         return value
     if isinstance(value, dt.date):
         return value.isoformat()
-    raise TypeError(f"cannot write {type(value).__name__} into plan.json")
+    raise TypeError(f"cannot write {type(value).__name__} into plan.json")  # i18n: not text
 
 
 def _iso(serial) -> str | None:
@@ -80,7 +81,7 @@ def check_results(plan: Plan) -> list[dict]:
     """Every check (failing blocks approval) and warning (shown, does not block), in the model's
     order, with the sentence the workbook's Checks sheet reads: the failure in words when it
     fails, the statement that holds when it passes."""
-    model = plan.model or build_model()
+    model = plan.model or build_model(plan.lang)
     out = []
     for item in (*model.checks(), *model.warnings()):
         passed = plan.values[item.name] == 0
@@ -110,7 +111,7 @@ def headline(plan: Plan) -> dict:
 def plan_document(plan: Plan, options: list[tuple[str, Plan]] | None = None,
                   files: Mapping[str, str] | None = None) -> dict:
     """Everything a tool needs to read the plan without opening the workbook."""
-    model = plan.model or build_model()
+    model = plan.model or build_model(plan.lang)
     inputs = {}
     for name, iv in plan.inputs.items():
         d = model.inputs.get(name)
@@ -156,8 +157,9 @@ _STATUS = {"enum": ["pass", "warn", "fail"]}
 
 
 def plan_schema() -> dict:
-    """The JSON Schema (draft 2020-12) of NAME.plan.json."""
-    headline_props = {
+    """The JSON Schema (draft 2020-12) of NAME.plan.json: a file format, its descriptions for
+    the developers who read the files, in English."""
+    headline_props = {  # i18n: not text
         "gpu_count": {"type": "integer", "minimum": 1},
         "accelerator": {"type": "string", "description": "catalog id"},
         "accelerator_name": {"type": "string"},
@@ -181,13 +183,13 @@ def plan_schema() -> dict:
     }
     headline = {"type": "object", "required": sorted(headline_props), "additionalProperties": False,
                 "properties": headline_props}
-    described = {"type": "object", "required": ["value", "label", "unit"],
+    described = {"type": "object", "required": ["value", "label", "unit"],  # i18n: not text
                  "properties": {"value": _VALUE, "label": {"type": "string"},
                                 "unit": {"type": "string"},
                                 "date": {**_nullable(_DATE),
                                          "description": "for dates: the value (a spreadsheet "
                                                         "serial, days since 1899-12-30) as ISO 8601"}}}
-    return {
+    return {  # i18n: not text
         "$schema": "https://json-schema.org/draft/2020-12/schema",
         "$id": "https://trainbudget.example/schemas/plan.schema.json",
         "title": "trainbudget plan",
@@ -246,10 +248,15 @@ def _environment() -> jinja2.Environment:
                               trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True)
 
 
-def render_index(entries: list[dict]) -> str:
-    """`entries`: per scenario, its plan.json document (files, headline, options)."""
+def render_index(entries: list[dict], lang: str = DEFAULT_LANG) -> str:
+    """`entries`: per scenario, its plan.json document (files, headline, options); the page in
+    `lang`."""
+    from .report import Words
+
+    words = Words(lang)
     return _environment().get_template("index.html.j2").render(
-        entries=entries, version=__version__, schema=SCHEMA_NAME, sums=SUMS_NAME)
+        entries=entries, version=__version__, schema=SCHEMA_NAME, sums=SUMS_NAME, t=words.html,
+        money=words.money, date=lambda iso: words.date(dt.date.fromisoformat(iso)))
 
 
 def sha256sums(outputs: list[Output]) -> bytes:
@@ -293,50 +300,71 @@ def package_outputs(paths: list[Path], catalog, lang: str | None = None) -> tupl
         plans.append(plan)
         entries.append(document)
     outputs.append(Output(Path(SCHEMA_NAME), json_bytes(plan_schema())))
-    outputs.append(Output(Path(INDEX_NAME), render_index(entries).encode("utf-8")))
+    outputs.append(Output(Path(INDEX_NAME), render_index(entries, package_lang(plans, lang)).encode("utf-8")))
     outputs.append(Output(Path(SUMS_NAME), sha256sums(outputs)))
     return plans, outputs
 
 
-def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
-        prog="trainbudget package",
-        description="Build the approval package: for each scenario its workbook, reports and "
-                    "NAME.plan.json, plus plan.schema.json, an index.html linking them with each "
-                    "scenario's headline, and SHA256SUMS ('sha256sum -c SHA256SUMS' in DIR "
-                    "verifies the package). The same inputs give the same bytes.",
-        epilog="Bad input exits with status 2 and writes nothing.")
+def package_lang(plans: list[Plan], lang: str | None = None) -> str:
+    """The language of the package's own texts (its index, its summary): --lang when given,
+    else the scenarios' language when they share one, else English."""
+    if lang is not None:
+        return lang
+    langs = {plan.lang for plan in plans}
+    return langs.pop() if len(langs) == 1 else DEFAULT_LANG
+
+
+def _argv_lang(argv: list[str]) -> str:
+    """--lang from the command line before it is parsed (for the help's language); English
+    when it is missing or unknown (the parser then says why)."""
+    from .i18n import languages
+
+    for n, arg in enumerate(argv):
+        value = (argv[n + 1] if n + 1 < len(argv) else "") if arg == "--lang" else (
+            arg.removeprefix("--lang=") if arg.startswith("--lang=") else None)
+        if value is not None:
+            return value if value in languages() else DEFAULT_LANG
+    return DEFAULT_LANG
+
+
+def parser(lang: str = DEFAULT_LANG) -> argparse.ArgumentParser:
+    from .cli import add_lang_argument
+    from .report import Words
+
+    t = Words(lang)
+    p = argparse.ArgumentParser(prog="trainbudget package",  # i18n: not text (the command)
+                                description=t("package.cli.description"), epilog=t("package.cli.epilog"))
     p.add_argument("scenarios", nargs="+", type=Path, metavar="SCENARIO.yaml")
     p.add_argument("-o", "--output-dir", type=Path, default=Path("package"), metavar="DIR",
-                   help="where to write the package (default: package)")
-    p.add_argument("-q", "--quiet", action="store_true", help="print only errors and warnings")
-    p.add_argument("-f", "--force", action="store_true",
-                   help="overwrite files that were changed since trainbudget wrote them")
-    from .cli import add_lang_argument
+                   help=t("package.cli.output_dir"))
+    p.add_argument("-q", "--quiet", action="store_true", help=t("package.cli.quiet"))
+    p.add_argument("-f", "--force", action="store_true", help=t("package.cli.force"))
     add_lang_argument(p)
     return p
 
 
-def _reserved(paths: list[Path]) -> InputError | None:
+def _reserved(paths: list[Path], lang: str = DEFAULT_LANG) -> InputError | None:
+    from .report import Words
+
+    t = Words(lang)
     stems = [p.stem for p in paths]
     duplicates = sorted({s for s in stems if stems.count(s) > 1})
     if duplicates:
-        return ScenarioError(duplicates[0], [Problem(
-            "", "two scenarios share this file name, so their outputs would overwrite each other",
-            "rename one of the files")])
+        return ScenarioError(duplicates[0], [Problem("", t("package.errors.same_name"),
+                                                     t("package.errors.same_name_fix"))])
     for path in paths:
         if f"{path.stem}.html" == INDEX_NAME:
-            return ScenarioError(path, [Problem(
-                "", f"its report would be named {INDEX_NAME}, the package's index page",
-                "rename the scenario file")])
+            return ScenarioError(path, [Problem("", t("package.errors.index_name", index=INDEX_NAME),
+                                                t("package.errors.index_name_fix"))])
     return None
 
 
 def package_main(argv: list[str]) -> int:
     from .cli import _print_error, print_warnings, terminal_safe, write_reporting
+    from .report import Words
 
-    args = parser().parse_args(argv)
-    clash = _reserved(args.scenarios)
+    args = parser(_argv_lang(argv)).parse_args(argv)
+    clash = _reserved(args.scenarios, args.lang or DEFAULT_LANG)
     if clash:
         _print_error(clash)
         return EXIT_BAD_INPUT
@@ -345,17 +373,18 @@ def package_main(argv: list[str]) -> int:
     except InputError as err:
         _print_error(err)
         return EXIT_BAD_INPUT
-    result = write_reporting(args.output_dir, outputs, args.force, "the package was")
+    t = Words(package_lang(plans, args.lang))
+    result = write_reporting(args.output_dir, outputs, args.force, t("package.cli.what"))
     if isinstance(result, int):
         return result
     for plan in plans:
         print_warnings(plan)
     if not args.quiet:
         for plan in plans:
-            h = headline(plan)
-            print(terminal_safe(f"{plan.scenario_id}: {h['gpu_count']:,} x {h['accelerator_name']}, "
-                                f"{h['train_days']:,.1f} training days, total {h['total_cost']:,.0f} "
-                                f"{h['currency']}, checks {h['status']}"))
-        print(f"  wrote {len(outputs)} files into {args.output_dir} "
-              f"(verify: cd {args.output_dir} && sha256sum -c {SUMS_NAME})")
+            h, own = headline(plan), Words(plan.lang)
+            print(terminal_safe(own("package.cli.summary", scenario=plan.scenario_id,
+                                    gpus=f"{h['gpu_count']:,}", accelerator=h["accelerator_name"],
+                                    days=f"{h['train_days']:,.1f}", total=own.money(h["total_cost"], h["currency"]),
+                                    status=own(f"package.cli.status.{h['status']}"))))
+        print("  " + t("package.cli.wrote", count=len(outputs), folder=args.output_dir, sums=SUMS_NAME))
     return EXIT_OK

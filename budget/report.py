@@ -15,7 +15,7 @@ import re
 from dataclasses import dataclass
 
 import jinja2
-from markupsafe import Markup, escape
+from markupsafe import Markup
 
 from . import __version__
 from .catalog import data_dir
@@ -38,6 +38,7 @@ KEY_INPUTS = ("model_params", "train_tokens", "gpu_type", "gpu_count", "baseline
 PALETTE = ("#9dc3e6", "#a9d18e", "#ffd966", "#f4b183", "#c9c9c9", "#b4a7d6")
 # A date pattern's fields (CLDR: y year, M month, d day) and its quoted text.
 _DATE_FIELDS = re.compile(r"'([^']*)'|y+|M+|d+")
+_HTML_TEXT = str.maketrans({"&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&#34;"})
 
 
 class Words:
@@ -53,9 +54,10 @@ class Words:
         return message.format(**figures) if figures else message
 
     def html(self, key: str, /, **figures) -> Markup:
-        """The message as HTML: the catalog's text escaped, each figure escaped unless it is
-        markup already (a <strong>, a <sub>)."""
-        return Markup(escape(text(key, self.lang))).format(**figures)
+        """The message as HTML: the catalog's text escaped for a text node or a double-quoted
+        attribute (an apostrophe stays as typed), each figure escaped unless it is markup
+        already (a <strong>, a <sub>)."""
+        return Markup(text(key, self.lang).translate(_HTML_TEXT)).format(**figures)
 
     def money(self, amount: float, currency: str) -> str:
         return self("report.formats.money", amount=f"{amount:,.0f}", currency=currency)
