@@ -134,7 +134,7 @@ def accelerator_table(catalog: Catalog, scenario: Scenario | None = None) -> Tab
             cites[0] = fmt("plan.tables.peak_overridden", lang, datasheet=acc.peak_bf16_tflops.value,
                            cite=cites[0])
         rows.append(row)
-        sources.append("; ".join(dict.fromkeys(cites)))
+        sources.append(text("plan.tables.join", lang).join(dict.fromkeys(cites)))
     return TableData(tuple(rows), tuple(sources))
 
 

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from budget.errors import ScenarioError
+from budget.i18n import fmt, text
 from budget.layout import Space, layout_domains
 from budget.model import build_model
 from support import SEED_H100, plan_of, raw, seed_plan, with_changes
@@ -228,3 +231,55 @@ def test_the_search_property_checked_most_examples():
     if total == 0:
         pytest.skip("the search property did not run in this session")
     assert SEARCH_OUTCOMES["built"] >= 0.5 * total, SEARCH_OUTCOMES
+
+
+# --- the plan's language ---------------------------------------------------------------------
+
+CJK = re.compile(r"[\u4e00-\u9fff]")
+# What a Chinese explanation keeps in Latin letters: the glossary's abbreviations, sheet tab names.
+LATIN_KEPT = {"TP", "PP", "DP", "SP", "ZeRO", "GPU", "GB", "Parallelism"}
+
+
+def _latin_words(sentence: str) -> set[str]:
+    return set(re.findall(r"[A-Za-z]{2,}", sentence)) - LATIN_KEPT
+
+
+def test_a_chinese_plan_explains_its_layout_and_count_in_chinese(catalog):
+    """Deadline mode in zh: the same count and layout, explained from whole zh sentences whose
+    figures are the search's own."""
+    data = _computed_efficiency(**{"hardware.gpu_count": None, "hardware.deadline_days": 120})
+    en = plan_of(data, catalog)
+    zh = plan_of(with_changes(data, {"language": "zh"}), catalog)
+    assert (zh.gpu_count, dict(zh.values)) == (en.gpu_count, dict(en.values))
+    result = zh.layout.search
+    v = result.best.values
+    first = fmt("layout.explain.best", "zh", layout=result.best.layout.describe(v["dp_size"], "zh"),
+                fitting=result.fitting, evaluated=result.evaluated, gpu_count=result.gpu_count,
+                train_days=v["train_days"], memory=v["memory_per_gpu_gb"], usable=v["usable_hbm_gb"],
+                bubble=v["bubble_fraction"], comm=v["comm_fraction"], recompute=v["recompute_overhead"])
+    assert zh.layout.explanation.startswith(first)
+    assert en.layout.explanation.startswith(result.best.layout.describe(v["dp_size"]))
+    for sentence in (zh.layout.explanation, zh.inputs["gpu_count"].source, zh.inputs["tp_size"].source):
+        assert CJK.search(sentence) and not _latin_words(sentence), sentence
+    assert zh.inputs["tp_size"].source == fmt("plan.sources.search", "zh", fitting=result.fitting)
+    assert zh.inputs["gpu_count"].source.startswith(
+        fmt("plan.sources.deadline", "zh", deadline=120, days=v["stretched_training_days"], below="\0").split("\0")[0])
+
+
+def test_a_pinned_layout_is_explained_in_the_plans_language(catalog):
+    zh = seed_plan(catalog, language="zh")
+    pinned = zh.layout.candidates[0]
+    assert zh.layout.explanation == fmt(
+        "plan.layout.pinned_does_not_fit", "zh", layout=pinned.layout.describe(pinned.values["dp_size"], "zh"),
+        memory=pinned.values["memory_per_gpu_gb"], usable=pinned.values["usable_hbm_gb"])
+    assert not _latin_words(zh.layout.explanation.replace("parallelism", ""))
+
+
+def test_no_layout_fits_is_a_clear_error_in_the_plans_language(catalog):
+    with pytest.raises(ScenarioError) as err:
+        plan_of(_seed(**{"hardware.gpu_count": 8, "language": "zh"}), catalog)
+    problem = err.value.problems[0]
+    assert problem.path == "hardware.gpu_count"
+    lead = fmt("layout.none_fits.no_memory", "zh", gpu_count=8, layout="\0", memory=0, usable=0).split("\0")[0]
+    assert problem.message.startswith(lead) and not _latin_words(problem.message)
+    assert problem.fix == text("plan.problems.no_layout_at_count.fix", "zh")

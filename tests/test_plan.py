@@ -7,11 +7,13 @@ test says which figure is right and why.
 from __future__ import annotations
 
 import dataclasses
+import re
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from budget.i18n import fmt, text
 from support import SEED_H100, plan_of, raw, seed_plan, with_changes
 
 
@@ -214,3 +216,42 @@ def test_a_parameter_count_alone_gets_an_assumed_shape(catalog, params, layers, 
     assert p["model_params"] == params
     assert "assumed from the parameter count" in p.inputs["model_layers"].source
     assert p.train_flops == pytest.approx(6 * params * 3e12)
+
+
+# --- the plan's language (scenario `language`, the command line's --lang) ---------------------
+
+CJK = re.compile(r"[\u4e00-\u9fff]")
+
+
+def test_a_chinese_plan_warns_and_cites_in_its_language(catalog, seed_h100):
+    """The same figures; the warnings frame the zh model's own sentences, and the sources the
+    planner writes are the zh catalog's, with the scenario's citations filled in."""
+    zh = seed_plan(catalog, language="zh")
+    assert zh.lang == "zh" and dict(zh.values) == dict(seed_h100.values)
+    v, model = zh.values, zh.model
+    want = ([fmt("plan.warnings.check_failing", "zh", sentence=c.sentence(v), fix=c.fix)
+             for c in model.checks() if v[c.name] != 0]
+            + [fmt("plan.warnings.warning", "zh", sentence=w.sentence(v), fix=w.fix)
+               for w in model.warnings() if v[w.name]])
+    assert list(zh.warnings) == want and len(want) == len(seed_h100.warnings) > 0
+    assert all(CJK.search(w) for w in zh.warnings)
+    assert zh.inputs["layout_searched"].source == text("plan.sources.layout_searched", "zh")
+    assert zh.inputs["gen_gpu_count"].source == text("plan.sources.at_generation", "zh")
+    assert zh.inputs["train_tokens"].source == fmt("plan.bind.scenario_cited", "zh", file="gpt3-175b-h100.yaml",
+                                                   path="data.train_tokens", cited="seed 002 section 1")
+    assert zh.inputs["staff_currency"].source == text("plan.bind.staff_currency", "zh")
+    # Every source the English plan frames as the scenario's is framed in Chinese too.
+    lead = {lang: fmt("plan.bind.scenario", lang, file="\0", path="").split("\0")[0] for lang in ("en", "zh")}
+    framed = [name for name, iv in seed_h100.inputs.items() if iv.source.startswith(lead["en"])]
+    assert "gpu_count" in framed
+    for name in framed:
+        assert zh.inputs[name].source.startswith(lead["zh"]), name
+    assert all(CJK.search(s) for s in zh.tables["act"].sources)
+
+
+def test_a_chinese_plans_shape_assumption_reads_in_chinese(catalog):
+    data = with_changes(raw(SEED_H100), {"model.preset": None, "model.params": 7e10, "language": "zh"})
+    p = plan_of(data, catalog)
+    assert p.inputs["model_layers"].source == text("plan.bind.shape_assumed", "zh")
+    assert p.inputs["model_layers"].note == text("plan.bind.shape_assumed_note", "zh")
+

@@ -12,6 +12,7 @@ import pytest
 import yaml
 
 from budget.errors import InputError
+from budget.i18n import fmt
 from budget.recalc import read_values, recalculate, relative_difference
 from budget.workbook import write_workbook
 from support import ROOT, SEED_A100, SEED_H100, plan_of, raw, require_soffice, with_changes
@@ -194,6 +195,27 @@ def test_vat_on_purchases_after_the_buffer_and_recoverable_vat_outside_the_total
     recoverable = seed(catalog, **{"prices.vat_rate": 0.06, "prices.vat_recoverable": True}).values
     assert recoverable["total_cost"] == pytest.approx(v["subtotal_cost"] * 1.20)
     assert recoverable["vat_recoverable_memo"] == pytest.approx(v["vat_cost"])
+
+
+def test_a_chinese_plan_cites_its_prices_and_currencies_in_chinese(catalog):
+    """The sources bind writes follow the plan's language; a label inside a zh sentence keeps
+    its case (English lower-cases it)."""
+    row_id = "h100_gcp_a3_reserved_1y"
+    plan = seed(catalog, **{"prices.per_gpu_hour": None, "prices.catalog": row_id, "language": "zh"})
+    row = catalog.prices.rental_price(row_id)
+    where = fmt("plan.bind.scenario", "zh", file="gpt3-175b-h100.yaml", path="prices.catalog")
+    assert plan.inputs["price_per_gpu_hour"].source == fmt(
+        "plan.bind.price_row", "zh", source=where, provider=row.provider, tier=row.tier,
+        cite=catalog.prices.cite(row.per_gpu_hour))
+    assert plan.inputs["price_tier"].source == fmt("plan.bind.tier_of", "zh", row=row_id)
+    assert plan.inputs["reserved_term_months"].source == fmt("plan.bind.term_of", "zh", row=row_id)
+    cny = plan_of(with_changes(raw(SEED_H100), {**CNY, "language": "zh"}), catalog, "gpt3-175b-h100-cny")
+    label = cny.model.inputs["price_per_gpu_hour"].label
+    assert cny.inputs["price_currency"].source == fmt("plan.bind.currency_of", "zh", label=label)
+    assert "GPU" in label
+    english = cny_plan(catalog).inputs["price_currency"].source
+    assert english == fmt("plan.bind.currency_of", "en", label=english.removeprefix("the currency of "))
+    assert english.islower()
 
 
 # --- the lines the buffer hid --------------------------------------------------------------------

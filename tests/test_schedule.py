@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import math
 import random
+import re
 
 import pytest
 
 from budget.errors import ScenarioError
+from budget.i18n import fmt, text
 from budget.plan import excel_serial, from_serial
 from budget.scenario import LLAMA3_INTERRUPTION_RATE
 from support import seed_plan
@@ -158,3 +160,16 @@ def test_seed_002s_28_week_plan_is_too_short_for_its_own_estimate(seed_h100):
     # queue, setup, failures and evaluation the 512-GPU project takes 37.5 weeks, not 28.
     assert seed_h100.train_days > 16 * 7
     assert seed_h100["project_weeks"] == pytest.approx(37.5, abs=0.1)
+
+
+def test_impossible_failure_rate_is_refused_in_the_plans_language(catalog):
+    """The same figures as the English refusal, in the zh catalog's sentence."""
+    errors = {}
+    for lang in ("en", "zh"):
+        with pytest.raises(ScenarioError) as err:
+            seed_plan(catalog, **{"reliability.interruption_rate_per_gpu_hour": 0.01, "language": lang})
+        errors[lang] = err.value.problems[0]
+    mtbi, loss = (float(x) for x in re.findall(r"\d+\.\d\d", errors["en"].message))
+    assert errors["zh"].path == errors["en"].path
+    assert errors["zh"].message == fmt("plan.problems.never_ends.message", "zh", mtbi=mtbi, loss=loss)
+    assert errors["zh"].fix == text("plan.problems.never_ends.fix", "zh")
