@@ -243,9 +243,13 @@ def plan_schema() -> dict:
 # --- index.html and SHA256SUMS ----------------------------------------------------------------
 
 def _environment() -> jinja2.Environment:
-    return jinja2.Environment(loader=jinja2.FileSystemLoader(str(data_dir("templates"))),
-                              autoescape=True, undefined=jinja2.StrictUndefined,
-                              trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True)
+    from .report import keep_together
+
+    env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(data_dir("templates"))),
+                             autoescape=True, undefined=jinja2.StrictUndefined,
+                             trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True)
+    env.filters["keep"] = keep_together
+    return env
 
 
 def render_index(entries: list[dict], lang: str = DEFAULT_LANG) -> str:

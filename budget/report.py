@@ -104,6 +104,11 @@ class Bar:
     colour: str
     text: str
 
+    @property
+    def lines(self) -> list[str]:
+        """The label's lines: a translation may break a long label where it reads best."""
+        return self.label.split("\n")
+
 
 def _value(name: str, value, unit: str, words: Words) -> str:
     if value is None:
@@ -293,6 +298,20 @@ def md_escape(text: str) -> str:
                                "%%", "%\\%")
 
 
+# Where a line may break beside a CJK character: between two characters of which one is CJK, or
+# at a space beside one.
+_CJK_BREAK = re.compile(r"(?<=[\u2e80-\u9fff\uf900-\ufaff\uff00-\uffef])(?=\S)|(?<=\S)(?=[\u2e80-\u9fff\uf900-\ufaff\uff00-\uffef])")  # i18n: not text
+_CJK_SPACE = re.compile(r"(?<=[\u2e80-\u9fff\uf900-\ufaff\uff00-\uffef]) | (?=[\u2e80-\u9fff\uf900-\ufaff\uff00-\uffef])")  # i18n: not text
+
+
+def keep_together(text):
+    """A short figure in HTML (a date, a count of checks) on one line however narrow its column:
+    no break between CJK characters (a word joiner, U+2060) nor at a space beside one (a no-break
+    space). Text without CJK characters is returned as it is, and markup stays markup."""
+    joined = _CJK_SPACE.sub("\u00a0", _CJK_BREAK.sub("\u2060", str(text)))
+    return Markup(joined) if isinstance(text, Markup) else joined
+
+
 def mermaid_text(text: str) -> str:
     """A Mermaid task or section name: one line with nothing Mermaid reads as syntax (the
     colon ends a name, %% starts a directive or comment, # and ; start entities and statements)."""
@@ -309,6 +328,7 @@ def environment() -> jinja2.Environment:
         keep_trailing_newline=True)
     env.filters["md"] = md_escape
     env.filters["mermaid"] = mermaid_text
+    env.filters["keep"] = keep_together
     return env
 
 
