@@ -41,12 +41,12 @@ from openpyxl.styles import Font
 from openpyxl.utils import get_column_letter
 
 from .bind import excel_serial, from_serial
-from .formula import _approx_equal, _eq, _ge, _gt, _le, _lt
+from .formula import IF, Ref, _approx_equal, _eq, _ge, _gt, _le, _lt
 from .model import COST_LINES
-from .workbook import NOTE_FONT, SECTION_FONT, put_text
+from .workbook import NOTE_FONT, SECTION_FONT, live_text, put_text
 
 FIRST_COL = 5          # E: the first month; A label, B sum of months, C Cost sheet, D unit
-MONTH_FORMAT = "mmm yyyy"
+MONTH_FORMAT = "mmm yyyy"  # i18n: not text (a number format)
 MONEY = "#,##0"
 DAYS = "#,##0.0"
 PRINT_SCALE = 75       # the months print several pages wide with A:D repeated, like the Timeline
@@ -134,10 +134,8 @@ class _Period:
 def write_cashflow(w, ws, plan) -> None:
     """The Cashflow sheet of `w` (a budget.workbook._Writer) for `plan`."""
     s = _Sheet(w, ws, plan)
-    v, n = plan.values, s.months
-    w.title(ws, "Cashflow", "The Cost sheet's lines by calendar month, from the project's start month; "
-                            "totals by calendar and fiscal year. Each line is spread by the days of its "
-                            "period in each month.")
+    v, n, tx = plan.values, s.months, w.m
+    w.title(ws, w.sheet_name("Cashflow"), tx("workbook.cashflow.subtitle"))
     head, ends, cal, fis = s.head_row, s.ends_row, 6, 7
 
     # --- the months ---------------------------------------------------------------------
@@ -148,7 +146,8 @@ def write_cashflow(w, ws, plan) -> None:
         starts.append(start)
         month_ends.append(_next_month(start))
         start = month_ends[-1]
-    for c, label in enumerate(["Month", "Sum of months", "Cost sheet", "Unit"], 1):
+    for c, label in enumerate([tx("workbook.cashflow.columns.month"), tx("workbook.cashflow.columns.sum"),
+                               tx("workbook.cashflow.columns.cost_sheet"), tx("workbook.columns.unit")], 1):
         put_text(ws.cell(head, c), label)
         ws.cell(head, c).style = "Header"
     fy = v["fiscal_year_start_month"]
@@ -168,16 +167,16 @@ def write_cashflow(w, ws, plan) -> None:
         w.formula(ws, fis, col, f"YEAR({x}{head})+IF(AND(fiscal_year_start_month>1,"
                                 f"MONTH({x}{head})>=fiscal_year_start_month),1,0)", fis_years[-1], "0")
         ws.column_dimensions[x].width = 11
-    s.label(ends, "Month ends (the next month's first day)")
-    s.label(cal, "Calendar year")
-    s.label(fis, "Fiscal year (named by the year it ends in)")
+    s.label(ends, tx("workbook.cashflow.month_ends"))
+    s.label(cal, tx("workbook.cashflow.calendar_year"))
+    s.label(fis, tx("workbook.cashflow.fiscal_year"))
     w.define("cashflow_month_cells", ws, s.span(head, True))
 
     # --- how each line is spread: the days of its period in each month ------------------
     row = 9
-    s.section(row, "How each line is spread: the days of its period in the month (no days: all in the month it starts)")
+    s.section(row, tx("workbook.cashflow.periods.heading"))
     flag_row = row + 1
-    s.label(flag_row, "Cluster rented on a reserved term (1 = yes): paid up front, billed for the whole term")
+    s.label(flag_row, tx("workbook.cashflow.periods.reserved_term"))
     term = 1.0 if _eq(v["price_tier"], "reserved") and _eq(v["ownership"], "rented") else 0.0
     cell = w.formula(ws, flag_row, 2, 'IF(AND(price_tier="reserved",ownership="rented"),1,0)', term, "0")
     cell.font = Font(bold=True)
@@ -190,43 +189,43 @@ def write_cashflow(w, ws, plan) -> None:
                        starts, month_ends)
 
     rs, ev_end = v["reservation_start"], v["evaluation_end"]
-    reservation = period("Reservation: setup to the end of evaluation", "reservation_start",
+    reservation = period(tx("workbook.cashflow.periods.reservation"), "reservation_start",
                          "evaluation_end", "evaluation_end-reservation_start",
                          rs, ev_end, _sub(ev_end, rs))
     term_days = max(_sub(ev_end, rs), term * v["reserved_term_months"] * 365 / 12)
     cluster_len = f"MAX(evaluation_end-reservation_start,$B${flag_row}*reserved_term_months*365/12)"
-    billed = period("Cluster billed: the reservation, or a reserved term that outlasts it", "reservation_start",
+    billed = period(tx("workbook.cashflow.periods.billed"), "reservation_start",
                     f"reservation_start+{cluster_len}", cluster_len, rs, rs + term_days, term_days)
     up_row = next(rows)
     upfront_total = term * v["reserved_upfront_cost"]
-    upfront = s.line(up_row, "Cluster: a reserved term's upfront payment, in the month the term starts",
+    upfront = s.line(up_row, tx("workbook.cashflow.periods.upfront"),
                      "currency", MONEY,
                      lambda x: f"$B${flag_row}*reserved_upfront_cost*({x}${head}<=reservation_start)"
                                f"*(reservation_start<{x}${ends})",
                      [upfront_total * float(_le(a, rs)) * float(_lt(rs, b)) for a, b in zip(starts, month_ends)],
                      (f"$B${flag_row}*reserved_upfront_cost", upfront_total))
-    validation = period("Small-scale validation runs", "validation_start", "validation_end",
+    validation = period(tx("workbook.cashflow.periods.validation"), "validation_start", "validation_end",
                         "validation_end-validation_start", v["validation_start"], v["validation_end"],
                         _sub(v["validation_end"], v["validation_start"]))
-    scaling = period("Mid-scale scaling runs", "scaling_start", "scaling_end", "scaling_end-scaling_start",
+    scaling = period(tx("workbook.cashflow.periods.scaling"), "scaling_start", "scaling_end", "scaling_end-scaling_start",
                      v["scaling_start"], v["scaling_end"], _sub(v["scaling_end"], v["scaling_start"]))
-    rollback = period("Rollbacks: setup to the end of training", "reservation_start", "training_end",
+    rollback = period(tx("workbook.cashflow.periods.rollback"), "reservation_start", "training_end",
                       "training_end-reservation_start", rs, v["training_end"], _sub(v["training_end"], rs))
-    post = period("Post-training: evaluation and fine-tuning", "evaluation_start", "evaluation_end",
+    post = period(tx("workbook.cashflow.periods.post_training"), "evaluation_start", "evaluation_end",
                   "evaluation_end-evaluation_start", v["evaluation_start"], ev_end,
                   _sub(ev_end, v["evaluation_start"]))
     served = v["serving_months"] * 365 / 12
-    serving = period("Serving: from the deployment start for its months", "deployment_start",
+    serving = period(tx("workbook.cashflow.periods.serving"), "deployment_start",
                      "deployment_start+serving_months*365/12", "serving_months*365/12",
                      v["deployment_start"], v["deployment_start"] + served, served)
     held = v["storage_months_used"] * 365 / 12
-    storage = period("Storage held, from the project start", "start_date",
+    storage = period(tx("workbook.cashflow.periods.storage"), "start_date",
                      "start_date+storage_months_used*365/12", "storage_months_used*365/12",
                      v["start_date"], v["start_date"] + held, held)
     staff_row = next(rows)
     staff_w = [_staff_weight(v, a, b) for a, b in zip(starts, month_ends)]
     end_of_role = 'start_date+(staff_months+(staff_months="")*project_months)*365/12'
-    s.line(staff_row, "Staffing at the table's rates, each role from the project start for its months",
+    s.line(staff_row, tx("workbook.cashflow.periods.staffing"),
            "currency", MONEY,
            lambda x: "SUMPRODUCT(staff_headcount,staff_monthly_cost,"
                      f"(@-MAX({x}${head},start_date))*(@>MAX({x}${head},start_date))*(@<{x}${ends})"
@@ -236,36 +235,35 @@ def write_cashflow(w, ws, plan) -> None:
 
     # --- cash out: each Cost sheet line by its period's share of the month ---------------
     row = staff_row + 2
-    s.section(row, "Cash out by month")
+    s.section(row, tx("workbook.cashflow.lines.heading"))
     vh, sh, eh = v["validation_gpu_hours"], v["scaling_gpu_hours"], v["experiment_gpu_hours"]
     split = [((vh * a + sh * b) / eh if _gt(eh, 0) else 0.0) for a, b in zip(validation.shares, scaling.shares)]
-    def by_period(name, label, period):
+    def by_period(name, period):
         """A line spread by its period's days in each month."""
-        return label, lambda x: f"{name}*{period.share(x)}", [v[name] * f for f in period.shares]
+        return (tx(f"workbook.cashflow.lines.{name}"), lambda x: f"{name}*{period.share(x)}",
+                [v[name] * f for f in period.shares])
 
     spread = {   # line item -> (label, the month's formula, its values)
         "cluster_cost": (
-            "Cluster, rented or owned: the upfront payment, the rest by the billed days",
+            tx("workbook.cashflow.lines.cluster_cost"),
             lambda x: f"{x}{up_row}+(cluster_cost-$C${up_row})*{billed.share(x)}",
             [u + _sub(v["cluster_cost"], upfront_total) * f for u, f in zip(upfront, billed.shares)]),
         "experiment_cost": (
-            "Validation and scaling runs: each one's GPU-hours by its phase's days",
+            tx("workbook.cashflow.lines.experiment_cost"),
             lambda x: (f"experiment_cost*IF(experiment_gpu_hours>0,(validation_gpu_hours*{validation.share(x)}"
                        f"+scaling_gpu_hours*{scaling.share(x)})/experiment_gpu_hours,0)"),
             [v["experiment_cost"] * f for f in split]),
-        "rollback_cost": by_period("rollback_cost", "Rollback allowance: by the days from setup to the end of training",
-                                   rollback),
-        "post_training_cost": by_period("post_training_cost",
-                                        "Post-training: by the days of evaluation and fine-tuning", post),
-        "serving_cost": by_period("serving_cost", "Serving: by the days served from the deployment start", serving),
-        "network_cost": by_period("network_cost", "Network: by the days of the reservation", reservation),
-        "storage_cost": by_period("storage_cost", "Storage: by the days held", storage),
-        "staffing_cost": ("Staffing: its cost × the month's share of the table above",
+        "rollback_cost": by_period("rollback_cost", rollback),
+        "post_training_cost": by_period("post_training_cost", post),
+        "serving_cost": by_period("serving_cost", serving),
+        "network_cost": by_period("network_cost", reservation),
+        "storage_cost": by_period("storage_cost", storage),
+        "staffing_cost": (tx("workbook.cashflow.lines.staffing_cost"),
                           lambda x: f"IF($B${staff_row}>0,staffing_cost*{x}{staff_row}/$B${staff_row},0)",
                           [v["staffing_cost"] * x / staff_sum if _gt(staff_sum, 0) else 0.0 for x in staff_w]),
     }
     if set(spread) != set(COST_LINES):
-        raise ValueError(f"the Cashflow sheet spreads {sorted(spread)}, the Cost sheet's lines are "
+        raise ValueError(f"the Cashflow sheet spreads {sorted(spread)}, the Cost sheet's lines are "  # i18n: not text
                          f"{sorted(COST_LINES)}: give every line a period")
     first_line = row + 1
     lines = {}
@@ -275,68 +273,62 @@ def write_cashflow(w, ws, plan) -> None:
     last_line = first_line + len(COST_LINES) - 1
     staff_line = first_line + COST_LINES.index("staffing_cost")
     r_sub, r_buf, r_vat, r_tot, r_cum = range(last_line + 1, last_line + 6)
-    subs = s.line(r_sub, "Subtotal", "currency", MONEY, lambda x: f"SUM({x}{first_line}:{x}{last_line})",
+    subs = s.line(r_sub, tx("workbook.cashflow.lines.subtotal"), "currency", MONEY, lambda x: f"SUM({x}{first_line}:{x}{last_line})",
                   [math.fsum(p) for p in zip(*lines.values())], ("subtotal_cost", v["subtotal_cost"]))
     rate = v["buffer_rate"]
-    bufs = s.line(r_buf, "Contingency buffer: the buffer rate × the month's subtotal", "currency", MONEY,
+    bufs = s.line(r_buf, tx("workbook.cashflow.lines.buffer"), "currency", MONEY,
                   lambda x: f"{x}{r_sub}*buffer_rate", [x * rate for x in subs],
                   ("buffer_cost", v["buffer_cost"]))
     recoverable = _eq(v["vat_recoverable"], "yes")
-    vats = s.line(r_vat, "VAT or sales tax: (subtotal − staffing) × (1 + buffer rate) × VAT rate, "
-                         "none when recoverable", "currency", MONEY,
+    vats = s.line(r_vat, tx("workbook.cashflow.lines.vat"), "currency", MONEY,
                   lambda x: (f'IF(vat_recoverable="yes",0,({x}{r_sub}-{x}{staff_line})'
                              f"*(1+buffer_rate)*vat_rate)"),
                   [0.0 if recoverable else _sub(a, b) * (1 + rate) * v["vat_rate"]
                    for a, b in zip(subs, lines["staffing_cost"])],
                   ("vat_in_total", v["vat_in_total"]))
-    tots = s.line(r_tot, "Total by month", "currency", MONEY, lambda x: f"{x}{r_sub}+{x}{r_buf}+{x}{r_vat}",
+    tots = s.line(r_tot, tx("workbook.cashflow.lines.total"), "currency", MONEY, lambda x: f"{x}{r_sub}+{x}{r_buf}+{x}{r_vat}",
                   [a + b + c for a, b, c in zip(subs, bufs, vats)], ("total_cost", v["total_cost"]), bold=True)
     w.define("cashflow_month_total", ws, s.span(r_tot, True))
     cum, running = [], 0.0
     for t in tots:
         running = running + t
         cum.append(running)
-    s.line(r_cum, "Cumulative spend", "currency", MONEY,
+    s.line(r_cum, tx("workbook.cashflow.lines.cumulative"), "currency", MONEY,
            lambda x: f"{x}{r_tot}" if x == s.first else f"{get_column_letter(_col(x) - 1)}{r_cum}+{x}{r_tot}",
            cum, total=False)
     month_sum = math.fsum(tots)
 
     # --- the months add up to the total ---------------------------------------------------
     row = r_cum + 2
-    s.section(row, "The months add up to the total")
-    s.label(row + 1, "Sum of months − total_cost (0 = they add up)")
+    s.section(row, tx("workbook.cashflow.add_up.heading"))
+    s.label(row + 1, tx("workbook.cashflow.add_up.difference"))
     w.formula(ws, row + 1, 2, f"ROUND(B{r_tot}-total_cost,2)", _round2(_sub(month_sum, v["total_cost"])), "#,##0.00")
     w.unit_cell(ws, row + 1, 4, "currency")
-    s.label(row + 2, "The months add up to the Cost sheet's total (0 = fine)")
+    s.label(row + 2, tx("workbook.cashflow.add_up.check"))
     fine = abs(_sub(month_sum, v["total_cost"])) <= abs(v["total_cost"]) / 1000 / 1000 / 1000
     cell = w.formula(ws, row + 2, 2, f"IF(ABS(B{r_tot}-total_cost)<=ABS(total_cost)/1000/1000/1000,0,1)",
                      0.0 if fine else 1.0, "0")
     w.flag_format(ws, cell.coordinate)
-    s.label(row + 3, "The months cover all spending, a reserved term and serving included (check_cashflow_fits)")
+    s.label(row + 3, tx("workbook.cashflow.add_up.covers"))
     cell = w.formula(ws, row + 3, 2, "check_cashflow_fits", v["check_cashflow_fits"], "0")
     w.flag_format(ws, cell.coordinate)
 
     # --- calendar and fiscal years --------------------------------------------------------
     years = math.ceil(n / 12) + 1     # enough rows for every year n months can touch
     row += 5
-    row = _year_table(s, row, "By calendar year", cal, cal_years, tots, r_tot, years, v, fiscal=False)
-    row = _year_table(s, row + 1, "By fiscal year", fis, fis_years, tots, r_tot, years, v, fiscal=True)
-    note = ('IF(fiscal_year_start_month=1,"Fiscal years are calendar years (they start in January).",'
-            '"Fiscal years start on the first day of month "&fiscal_year_start_month&'
-            '" and are named by the calendar year in which they end.")')
-    text = ("Fiscal years are calendar years (they start in January)." if fy == 1 else
-            f"Fiscal years start on the first day of month {int(fy)} and are named by the calendar "
-            "year in which they end.")
-    cell = w.formula(ws, row + 1, 1, note, text, None)
+    row = _year_table(s, row, tx("workbook.cashflow.years.by_calendar_year"), cal, cal_years, tots, r_tot, years, v,
+                      fiscal=False)
+    row = _year_table(s, row + 1, tx("workbook.cashflow.years.by_fiscal_year"), fis, fis_years, tots, r_tot, years,
+                      v, fiscal=True)
+    month = Ref("fiscal_year_start_month")
+    note = IF(month.eq(1), tx("workbook.cashflow.notes.calendar_fiscal_years"),
+              live_text(tx("workbook.cashflow.notes.fiscal_years"), month=month))
+    cell = w.live(ws, row + 1, 1, note)
     cell.style = "Normal"
     cell.font = NOTE_FONT
-    put_text(ws.cell(row + 2, 1), "Each month's share is by days: every line's period, storage and each "
-                                  "role run over half-open date intervals, so a period that starts or "
-                                  "ends mid-month pays for the part of the month inside it; a period of "
-                                  "no days is paid in the month it starts.")
+    put_text(ws.cell(row + 2, 1), tx("workbook.cashflow.notes.by_days"))
     ws.cell(row + 2, 1).font = NOTE_FONT
-    put_text(ws.cell(row + 3, 1), "Each line spreads the Cost sheet's own figure (column C), so the months "
-                                  "follow any edit there: price tier, ownership, currency or VAT.")
+    put_text(ws.cell(row + 3, 1), tx("workbook.cashflow.notes.follows_cost"))
     ws.cell(row + 3, 1).font = NOTE_FONT
 
     w.widths(ws, [52, 14, 14, 12])
@@ -376,7 +368,11 @@ def _year_table(s: _Sheet, row: int, heading: str, key_row: int, keys: list[floa
     w, ws = s.w, s.ws
     s.section(row, heading)
     head = row + 1
-    for c, label in enumerate(["Fiscal year" if fiscal else "Calendar year", "Total", "Ends in" if fiscal else ""], 1):
+    tx = w.m
+    heads = ([tx("workbook.cashflow.years.fiscal_year"), tx("workbook.cashflow.years.total"),
+              tx("workbook.cashflow.years.ends_in")] if fiscal else
+             [tx("workbook.cashflow.calendar_year"), tx("workbook.cashflow.years.total"), ""])
+    for c, label in enumerate(heads, 1):
         if label:
             put_text(ws.cell(head, c), label)
             ws.cell(head, c).style = "Header"
@@ -391,7 +387,9 @@ def _year_table(s: _Sheet, row: int, heading: str, key_row: int, keys: list[floa
             f"{get_column_letter(year_col)}{r - 1}+1"
         w.formula(ws, r, year_col, text, year, "0")
         if fiscal:
-            cell = w.formula(ws, r, 1, f'"FY"&C{r}', f"FY{int(year)}", None)
+            name = live_text(tx("workbook.cashflow.years.fiscal_year_name"), year=Ref(f"C{r}"))
+            cell = w.formula(ws, r, 1, name.excel(), tx("workbook.cashflow.years.fiscal_year_name", year=int(year)),
+                             None)
             cell.style = "Normal"
         total = math.fsum(t for t, y in zip(tots, keys) if y == year)
         totals.append(total)
@@ -401,9 +399,9 @@ def _year_table(s: _Sheet, row: int, heading: str, key_row: int, keys: list[floa
     name = "cashflow_fiscal_year_total" if fiscal else "cashflow_calendar_year_total"
     w.define(name, ws, f"$B${first_row}:$B${last_row}")
     all_years = math.fsum(totals)
-    s.label(last_row + 1, "All years", bold=True)
+    s.label(last_row + 1, tx("workbook.cashflow.years.all"), bold=True)
     w.formula(ws, last_row + 1, 2, f"SUM(B{first_row}:B{last_row})", all_years, MONEY).font = Font(bold=True)
-    s.label(last_row + 2, "All years − total_cost (0 = they add up)")
+    s.label(last_row + 2, tx("workbook.cashflow.years.difference"))
     w.formula(ws, last_row + 2, 2, f"ROUND(B{last_row + 1}-total_cost,2)",
               _round2(_sub(all_years, v["total_cost"])), "#,##0.00")
     return last_row + 2

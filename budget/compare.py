@@ -13,6 +13,7 @@ from openpyxl.chart import Reference, ScatterChart, Series
 from openpyxl.styles import Alignment, Font
 from openpyxl.utils import get_column_letter
 
+from .formula import Text
 from .grid import Variant, grid_rows, write_grid
 
 
@@ -32,7 +33,6 @@ COMPARE_NAMES = {"gpu_count": "compare_gpu_count", "train_days": "compare_train_
                  "gpu_hours": "compare_gpu_hours", "total_cost": "compare_total_cost",
                  "master_check": "compare_check_count"}
 STAFF_TABLE = ("staff_role", "staff_headcount", "staff_monthly_cost", "staff_months")
-NONE_PASSES = "No option passes every check: see each option's failing checks in the workings"
 FIRST_COL = 4       # A: label, B: unit, C: name, then one column per option
 
 
@@ -53,12 +53,10 @@ def write_compare(w, ws, base, options) -> None:
     n = len(variants)
     last_col = FIRST_COL + n - 1
     span = f"${get_column_letter(FIRST_COL)}${{r}}:${get_column_letter(last_col)}${{r}}"
-    w.title(ws, "Compare: the options side by side",
-            "Each column is the whole model over that option's inputs (the workings below). "
-            "Blue cells are the option's own inputs; linked cells follow the Inputs sheet until "
-            "you type over them.")
+    m = w.m
+    w.title(ws, m("workbook.compare.title"), m("workbook.compare.subtitle"))
     head = 4
-    w.header(ws, head, ["Option", "Unit", "Name"])
+    w.header(ws, head, [m("workbook.compare.columns.option"), m("workbook.columns.unit"), m("workbook.columns.name")])
     for j, v in enumerate(variants):
         cell = ws.cell(head, FIRST_COL + j)
         put_text(cell, v.title)
@@ -78,7 +76,7 @@ def write_compare(w, ws, base, options) -> None:
     variants = _with_staff_ranges(variants, staff_blocks, block_top)
     row_of = write_grid(w, ws, grid_top, FIRST_COL, variants, model,
                         on_row=lambda r, name: _row_label(w, ws, r, name, model))
-    ws.cell(grid_top - 1, 1, "Workings: every input and line item of each option").font = Font(
+    ws.cell(grid_top - 1, 1, m("workbook.compare.workings")).font = Font(
         bold=True, color="1F4E79")
     _write_staff_blocks(w, ws, staff_blocks, block_top)
 
@@ -97,7 +95,7 @@ def write_compare(w, ws, base, options) -> None:
     for name, defined in COMPARE_NAMES.items():
         w.define(defined, ws, span.format(r=row_of[name]))
     _recommendation(w, ws, rec_row, variants, row_of)
-    _chart(ws, variants, row_of, rec_row)
+    _chart(m, ws, variants, row_of, rec_row)
     w.widths(ws, [44, 14, 26] + [20] * n)
     ws.freeze_panes = ws.cell(head + 1, FIRST_COL)
     w.page_setup(ws)
@@ -119,9 +117,9 @@ def _p90(w, ws, row: int, variants, row_of, base) -> None:
     from .sensitivity import cases, range_figures
 
     p90 = range_figures(base, cases(base))["total_cost_p90"]
-    put_text(ws.cell(row, 1), "Total, P90 (at the base plan's relative range, Sensitivity sheet)")
+    put_text(ws.cell(row, 1), w.m("workbook.compare.p90"))
     w.unit_cell(ws, row, 2, "currency")
-    put_text(ws.cell(row, 3), "total_cost_p90 × option ÷ base")
+    put_text(ws.cell(row, 3), w.m("workbook.compare.p90_name"))
     ws.cell(row, 3).font = Font(color="7F7F7F")
     for j, v in enumerate(variants):
         col = get_column_letter(FIRST_COL + j)
@@ -133,7 +131,8 @@ def _recommendation(w, ws, row: int, variants, row_of) -> None:
     """The cheapest option whose checks all pass (meeting the deadline is one of them)."""
     from .decision import recommended
 
-    put_text(ws.cell(row, 1), "Total when every check passes")
+    m = w.m
+    put_text(ws.cell(row, 1), m("workbook.compare.eligible_total"))
     for j, v in enumerate(variants):
         col = get_column_letter(FIRST_COL + j)
         ok = v.values["master_check"] == 0
@@ -144,28 +143,28 @@ def _recommendation(w, ws, row: int, variants, row_of) -> None:
     rng = f"${first}${row}:${last}${row}"
     w.define("compare_eligible_total", ws, rng)
     best = recommended([v.values for v in variants])
-    expected = variants[best].title if best is not None else NONE_PASSES
-    ws.cell(row + 1, 1, "Recommended").font = Font(bold=True)
+    none_passes = m("workbook.compare.none_passes")
+    expected = variants[best].title if best is not None else none_passes
+    ws.cell(row + 1, 1, m("workbook.compare.recommended")).font = Font(bold=True)
     cell = w.formula(ws, row + 1, 2,
-                     f'IF(COUNT(compare_eligible_total)=0,"{NONE_PASSES}",'
+                     f"IF(COUNT(compare_eligible_total)=0,{Text(none_passes).excel()},"
                      f"INDEX(compare_option_names,MATCH(MIN(compare_eligible_total),"
                      f"compare_eligible_total,0)))", expected, None)
     cell.font = Font(bold=True)
-    put_text(ws.cell(row + 2, 1), "Rule: the cheapest option whose checks all pass, the deadline "
-                                    "check included; blank totals above did not qualify.")
+    put_text(ws.cell(row + 2, 1), m("workbook.compare.rule"))
     ws.cell(row + 2, 1).font = Font(italic=True, color="595959")
 
 
-def _chart(ws, variants, row_of, anchor_row: int) -> None:
+def _chart(m, ws, variants, row_of, anchor_row: int) -> None:
     chart = ScatterChart()
-    chart.title = "Training days against total cost, per option"
+    chart.title = m("workbook.compare.chart.title")
     chart.style = 13
-    chart.x_axis.title = "Training days"
-    chart.y_axis.title = "Total cost"
+    chart.x_axis.title = m("workbook.compare.chart.x_axis")
+    chart.y_axis.title = m("workbook.compare.chart.y_axis")
     first, last = FIRST_COL, FIRST_COL + len(variants) - 1
     xs = Reference(ws, min_col=first, max_col=last, min_row=row_of["train_days"])
     ys = Reference(ws, min_col=first, max_col=last, min_row=row_of["total_cost"])
-    series = Series(ys, xs, title="Options")
+    series = Series(ys, xs, title=m("workbook.compare.chart.series"))
     series.marker.symbol = "circle"
     series.graphicalProperties.line.noFill = True
     chart.series.append(series)
@@ -198,10 +197,11 @@ def _with_staff_ranges(variants, blocks, top: int) -> list[Variant]:
 def _write_staff_blocks(w, ws, blocks, top: int) -> None:
     model_units = {"staff_role": "text", "staff_headcount": "people",
                    "staff_monthly_cost": "currency/month", "staff_months": "months"}
+    m = w.m
     for block in blocks.values():
         heading, first, _ = block["rows"]
-        ws.cell(heading, 1, f"Staffing of option: {block['title']}").font = Font(bold=True)
-        w.header(ws, heading + 1, ["Role", "Headcount", "Monthly cost", "Months (blank = project)"])
+        ws.cell(heading, 1, m("workbook.compare.staffing.heading", option=block["title"])).font = Font(bold=True)
+        w.header(ws, heading + 1, [m(f"workbook.compare.staffing.columns.{n}") for n in STAFF_TABLE])
         for r, line in enumerate(zip(*(block[n] for n in STAFF_TABLE))):
             for k, (n, value) in enumerate(zip(STAFF_TABLE, line), 1):
                 w.input_value(ws.cell(first + r, k), value, model_units[n])

@@ -31,6 +31,9 @@ from .model import UNCERTAIN
 Z90 = NormalDist().inv_cdf(0.9)
 HEAD = 4                # the table's header row
 FIRST_GRID_COL = 4      # D: the first what-if column of the workings
+# The table's columns: headings workbook.sensitivity.columns.<id>.
+TABLE_COLUMNS = ("input", "moves", "base", "low_value", "high_value", "total_low", "total_high", "swing",
+                 "end_low", "end_high", "sort_key", "log_mean", "log_spread", "end_mean", "end_spread")
 
 
 @dataclass(frozen=True)
@@ -90,23 +93,22 @@ def range_figures(plan, all_cases: list[Case]) -> dict[str, float]:
 def write_sensitivity(w, ws, plan) -> None:
     from .workbook import number_format, put_text
 
-    model, v = plan.model, plan.values
+    model, v, m = plan.model, plan.values, w.m
     all_cases = cases(plan)
     rng = range_figures(plan, all_cases)
     keys = list(UNCERTAIN)
     n = len(keys)
-    w.title(ws, "Sensitivity and range: how far each uncertain input moves the total",
-            "Low and high values are inputs (Inputs sheet, Uncertainty), read as P10 and P90. Each "
-            "what-if is the whole model in a column of the workings below, live.")
+    label_of = {key: m(f"uncertain.{key}.label") for key in keys}    # in the book's language
+    w.title(ws, m("workbook.sensitivity.title"), m("workbook.sensitivity.subtitle"))
     table_top = HEAD + 1
     grid_top = table_top + n + 2 * n + 22
     # A what-if column holds only what its input moves; everything else is the base's own cell.
     moved = {c.target: frozenset({c.target, "total_cost", "project_end",
                                   *model.affected_by({c.target})}) for c in all_cases}
-    variants = [Variant(f"{UNCERTAIN[c.key][1]}: {c.end}", c.values, frozenset({c.target}),
+    variants = [Variant(m(f"workbook.sensitivity.case.{c.end}", input=label_of[c.key]), c.values, frozenset({c.target}),
                         formulas={c.target: c.formula}, only=moved[c.target]) for c in all_cases]
     col_of = {(c.key, c.end): get_column_letter(FIRST_GRID_COL + j) for j, c in enumerate(all_cases)}
-    ws.cell(grid_top - 2, 1, "Workings: the whole model with one input at its low or high value").font = \
+    ws.cell(grid_top - 2, 1, m("workbook.sensitivity.workings")).font = \
         Font(bold=True, color="1F4E79")
     for j, variant in enumerate(variants):
         cell = ws.cell(grid_top - 1, FIRST_GRID_COL + j)
@@ -124,16 +126,14 @@ def write_sensitivity(w, ws, plan) -> None:
     row_of = write_grid(w, ws, grid_top, FIRST_GRID_COL, variants, model, on_row=label_row)
 
     # The table: one row per uncertain input.
-    heads = ["Uncertain input", "Moves", "Base", "Low value", "High value", "Total at low",
-             "Total at high", "Swing", "Project end at low", "Project end at high",
-             "Sort key", "Log-total mean", "Log-total spread", "End mean (days)", "End spread (days)"]
-    w.header(ws, HEAD, heads)
+    w.header(ws, HEAD, [m(f"workbook.sensitivity.columns.{c}") for c in TABLE_COLUMNS])
     ws.row_dimensions[HEAD].height = 45
     money, date = number_format("currency"), number_format("date")
     swings = []
     for k, key in enumerate(keys):
         r = table_top + k
-        target, label, spread, _, _, _ = UNCERTAIN[key]
+        target, _, spread, _, _, _ = UNCERTAIN[key]
+        label = label_of[key]
         low, high = (c for c in all_cases if c.key == key)
         lo, hi = col_of[(key, "low")], col_of[(key, "high")]
         tr, er = row_of["total_cost"], row_of["project_end"]
@@ -171,8 +171,10 @@ def write_sensitivity(w, ws, plan) -> None:
 
     # The tornado, sorted live.
     top = last + 2
-    ws.cell(top, 1, "Tornado: the inputs by swing, largest first (sorted live)").font = Font(bold=True)
-    w.header(ws, top + 1, ["Uncertain input", "Rank", "Low − base", "High − base", "Swing"])
+    ws.cell(top, 1, m("workbook.sensitivity.tornado.heading")).font = Font(bold=True)
+    w.header(ws, top + 1, [m("workbook.sensitivity.columns.input"), m("workbook.sensitivity.tornado.rank"),
+                           m("workbook.sensitivity.tornado.low"), m("workbook.sensitivity.tornado.high"),
+                           m("workbook.sensitivity.columns.swing")])
     order = sorted(range(n), key=lambda k: -swings[k])
     total = v["total_cost"]
     for rank, k in enumerate(order, 1):
@@ -180,7 +182,7 @@ def write_sensitivity(w, ws, plan) -> None:
         key = keys[k]
         low, high = (c for c in all_cases if c.key == key)
         pos = f"MATCH(LARGE(sensitivity_sort_key,B{r}),sensitivity_sort_key,0)"
-        w.formula(ws, r, 1, f"INDEX(sensitivity_inputs,{pos})", UNCERTAIN[key][1], None)
+        w.formula(ws, r, 1, f"INDEX(sensitivity_inputs,{pos})", label_of[key], None)
         w.formula(ws, r, 2, "1" if rank == 1 else f"B{r - 1}+1", float(rank), "0")
         w.formula(ws, r, 3, f"INDEX(sensitivity_low_total,{pos})-total_cost",
                   low.values["total_cost"] - total, money)
@@ -188,31 +190,27 @@ def write_sensitivity(w, ws, plan) -> None:
                   high.values["total_cost"] - total, money)
         w.formula(ws, r, 5, f"ABS(D{r}-C{r})", abs(high.values["total_cost"] - low.values["total_cost"]),
                   money)
-    _tornado_chart(ws, top + 2, top + 1 + n)
+    _tornado_chart(m, ws, top + 2, top + 1 + n)
 
     # The range.
     r0 = top + n + 3
-    ws.cell(r0, 1, "Range of the total (P10, P50, P90) and of the project end (P90)").font = Font(bold=True)
-    rows = [("sensitivity_z", "z for P90: NORMSINV(0.9)", "NORMSINV(p90_probability)", Z90, "0.0000"),
-            ("total_cost_p10", "Total, P10", "total_cost*EXP(SUM(L{a}:L{b})-sensitivity_z*SQRT("
+    ws.cell(r0, 1, m("workbook.sensitivity.range.heading")).font = Font(bold=True)
+    rows = [("sensitivity_z", "NORMSINV(p90_probability)", Z90, "0.0000"),
+            ("total_cost_p10", "total_cost*EXP(SUM(L{a}:L{b})-sensitivity_z*SQRT("
              "SUMPRODUCT(M{a}:M{b},M{a}:M{b})))", rng["total_cost_p10"], money),
-            ("total_cost_p50", "Total, P50", "total_cost*EXP(SUM(L{a}:L{b}))", rng["total_cost_p50"], money),
-            ("total_cost_p90", "Total, P90", "total_cost*EXP(SUM(L{a}:L{b})+sensitivity_z*SQRT("
+            ("total_cost_p50", "total_cost*EXP(SUM(L{a}:L{b}))", rng["total_cost_p50"], money),
+            ("total_cost_p90", "total_cost*EXP(SUM(L{a}:L{b})+sensitivity_z*SQRT("
              "SUMPRODUCT(M{a}:M{b},M{a}:M{b})))", rng["total_cost_p90"], money),
-            ("project_end_p90", "Project end, P90", "project_end+SUM(N{a}:N{b})+sensitivity_z*SQRT("
+            ("project_end_p90", "project_end+SUM(N{a}:N{b})+sensitivity_z*SQRT("
              "SUMPRODUCT(O{a}:O{b},O{a}:O{b}))", rng["project_end_p90"], date)]
-    for k, (name, label, text, value, fmt) in enumerate(rows, 1):
+    for k, (name, text, value, fmt) in enumerate(rows, 1):
         r = r0 + k
-        put_text(ws.cell(r, 1), label)
+        put_text(ws.cell(r, 1), m(f"workbook.sensitivity.range.{name}"))
         w.formula(ws, r, 2, text.format(a=table_top, b=last), value, fmt)
         if name.startswith("total_cost"):
             w.unit_cell(ws, r, 3, "currency")
         w.define(name, ws, f"$B${r}")
-    note = (f"Method: each input's low and high are its P10 and P90, independent; its effect on the "
-            f"log of the total is normal (median halfway between the logs at low and high, spread "
-            f"from their distance ÷ 2z), and the effects add, so the total is lognormal. Leaves "
-            f"out: interactions between inputs, correlations, and inputs not in the table.")
-    put_text(ws.cell(r0 + len(rows) + 1, 1), note)
+    put_text(ws.cell(r0 + len(rows) + 1, 1), m("workbook.sensitivity.range.method"))
     ws.cell(r0 + len(rows) + 1, 1).alignment = Alignment(wrap_text=True, vertical="top")
     ws.merge_cells(start_row=r0 + len(rows) + 1, start_column=1, end_row=r0 + len(rows) + 1, end_column=10)
     ws.row_dimensions[r0 + len(rows) + 1].height = 48
@@ -227,18 +225,18 @@ def write_sensitivity(w, ws, plan) -> None:
     ws.print_title_cols = None
 
 
-def _tornado_chart(ws, first: int, last: int) -> None:
+def _tornado_chart(m, ws, first: int, last: int) -> None:
     chart = BarChart()
     chart.type = "bar"
     chart.grouping = "clustered"
     chart.overlap = 100
-    chart.title = "Change in the total at low and high"
+    chart.title = m("workbook.sensitivity.chart.title")
     chart.x_axis.tickLblPos = "low"          # input names at the left edge, clear of the bars
     chart.legend.position = "b"
     data = Reference(ws, min_col=3, max_col=4, min_row=first - 1, max_row=last)
     cats = Reference(ws, min_col=1, min_row=first, max_row=last)
     chart.add_data(data, titles_from_data=True)
     chart.set_categories(cats)
-    chart.y_axis.title = "Change in the total"
+    chart.y_axis.title = m("workbook.sensitivity.chart.y_axis")
     chart.height, chart.width = 8, 16
     ws.add_chart(chart, f"F{first - 1}")

@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import hashlib
 import io
+import re
+import unicodedata
 from copy import copy
 from dataclasses import dataclass, field, replace
 
@@ -25,7 +27,8 @@ from openpyxl.worksheet.datavalidation import DataValidation
 from openpyxl.worksheet.page import PageMargins
 
 from . import __version__
-from .formula import IF, ISERROR, OR, ROUND, Expr, Ref, Text, compile_items
+from .formula import IF, ISERROR, OR, ROUND, Expr, Ref, Text, compile_items, lift
+from .i18n import Messages
 from .lineitems import InputDef, Item
 from .model import build_model
 from .model import ACCELERATOR_TABLE, AFTER_SUBTOTAL, COST_LINES, FX_TABLE, MEMO_LINES
@@ -37,12 +40,11 @@ GANTT_COLOURS = ("9DC3E6", "A9D18E", "FFD966", "F4B183", "C9C9C9", "B4A7D6")
 DATE_FORMAT = "yyyy-mm-dd"
 CANDIDATE_KEYS = ("dp_size", "memory_per_gpu_gb", "check_memory_fits", "bubble_fraction",
                   "comm_fraction", "layout_efficiency", "train_days", "total_cost")
-CANDIDATE_LABELS = {"dp_size": "DP", "memory_per_gpu_gb": "Memory per GPU",
-                    "check_memory_fits": "Does not fit (1)", "bubble_fraction": "Bubble",
-                    "comm_fraction": "Exposed communication", "layout_efficiency": "Layout efficiency",
-                    "train_days": "Training days", "total_cost": "Total cost"}
+# Sheet tab names are identifiers (the importer and cross-sheet references use them); what a
+# sheet shows as its name is workbook.sheets.<slug>.
+CANDIDATES_SHEET, CHANGE_LOG_SHEET = "Layout candidates", "Change log"  # i18n: not text
 TAB_COLOURS = {"Summary": "1F4E79", "Inputs": "FFC000", "Catalog": "A6A6A6", "Checks": "C00000", "Glossary": "7F7F7F",
-               "Change log": "7F7F7F"}
+               CHANGE_LOG_SHEET: "7F7F7F"}
 CALC_TAB = "70AD47"
 INPUT_FILL = PatternFill("solid", fgColor="FFF2CC")
 INPUT_FONT = Font(name="Calibri", color="0000FF")
@@ -56,9 +58,7 @@ CHANGED_FILL = PatternFill("solid", start_color="F8CBAD", end_color="F8CBAD")
 SPARE_ROWS = 10       # unlocked blank rows inside each growable table
 BELOW_ROWS = 5        # rows under a table watched by check_tables_closed
 THIN = Side(style="thin", color="BFBFBF")
-SPARE_ROW_HINTS = {ACCELERATOR_TABLE: "Spare rows: add an accelerator here (id, name, figures, source)",
-                   FX_TABLE: "Spare rows: add a currency here (its code and its rate)"}
-MEMO_HEADING = "Memo: not in the total"
+SPARE_ROW_TABLES = (ACCELERATOR_TABLE, FX_TABLE)   # growable: workbook.catalog.spare_rows.<table>
 TIMELINE_PRINT_SCALE = 75   # the week grid prints several pages wide; A:C repeat on each
 WIDE_SHEET_UNITS = 200      # wider than this (column width units) prints two pages wide
 CHECK_FONT = Font(name="Calibri", color="C00000", bold=True)
@@ -127,17 +127,78 @@ def put_text(cell, text: str) -> None:
 
     problem = character_problem(text)
     if problem:
-        raise ValueError(f"text for {cell.coordinate} {problem[0]}: {text[:60]!r}")
+        raise ValueError(f"text for {cell.coordinate} {problem[0]}: {text[:60]!r}")  # i18n: not text
     cell.value = text
     cell.data_type = "s"
     if formula_lead(text):
         cell.quotePrefix = True
 
 
+def display_width(text: str) -> int:
+    """The columns a text takes: a CJK (East Asian wide or full-width) character takes two."""
+    return sum(2 if unicodedata.east_asian_width(ch) in "WF" else 1 for ch in text)
+
+
+_FIELD = re.compile(r"\{(\w+)\}")
+
+
+def _parts(template: str, figures: dict) -> list:
+    """A catalog template split at its named placeholders: text and the figures, in the
+    translation's order."""
+    pieces = _FIELD.split(template)
+    return [figures[p] if k % 2 else p for k, p in enumerate(pieces) if k % 2 or p]
+
+
+def _joined(parts: list) -> Expr:
+    """Text and expressions joined with &, adjacent text as one literal."""
+    merged: list = []
+    for part in parts:
+        if isinstance(part, str) and merged and isinstance(merged[-1], str):
+            merged[-1] += part
+        else:
+            merged.append(part)
+    out = lift(merged[0]) if merged else Text("")
+    for part in merged[1:]:
+        out = out.concat(part)
+    return out
+
+
+def live_text(template: str, **figures) -> Expr:
+    """A catalog sentence as a live formula: its text with the named figures (expressions over
+    the workbook's cells) where its placeholders stand, so a translation may reorder them."""
+    return _joined(_parts(template, figures))
+
+
+def plural_text(count: Expr, one: str, other: str, **figures) -> Expr:
+    """The sentence for a count: `one` when it is 1, `other` otherwise, both catalog templates
+    with the same placeholders (`count` among the figures as {count}). The parts the two share
+    at the start, and the words they end on, stay outside the IF."""
+    figures = {"count": count, **figures}
+    a, b = _parts(one, figures), _parts(other, figures)
+    if a == b:
+        return _joined(a)
+    same = lambda x, y: x == y if isinstance(x, str) and isinstance(y, str) else x is y  # noqa: E731
+    head = 0
+    while head < min(len(a), len(b)) and same(a[head], b[head]):
+        head += 1
+    a, b, prefix = a[head:], b[head:], a[:head]
+    tail = ""
+    if a and b and isinstance(a[-1], str) and isinstance(b[-1], str):
+        n = 0
+        while n < min(len(a[-1]), len(b[-1])) and a[-1][-1 - n] == b[-1][-1 - n]:
+            n += 1
+        if n:
+            tail = a[-1][len(a[-1]) - n:]
+            a, b = a[:-1] + [a[-1][:-n]], b[:-1] + [b[-1][:-n]]
+    choice = IF(count.eq(1), _joined([p for p in a if p != ""]), _joined([p for p in b if p != ""]))
+    return _joined([*prefix, choice, *([tail] if tail else [])])
+
+
 class _Writer:
     def __init__(self, plan: Plan):
         self.plan = plan
-        self.model = plan.model or build_model()
+        self.m = Messages(plan.lang)
+        self.model = plan.model or build_model(plan.lang)
         self.currency = plan.scenario.prices.currency
         # The generation version: the scenario's content digest, never a clock, so rebuilds of
         # one scenario stay byte-identical.
@@ -147,11 +208,11 @@ class _Writer:
         self.candidate_cells: list[dict[str, str]] = []   # per candidate: layout input -> Inputs cell
         _styles(self.wb)
         self.wb.remove(self.wb.active)
-        sheets = ["Summary", "Inputs", "Catalog", *CALC_SHEETS, "Change log"]
+        sheets = ["Summary", "Inputs", "Catalog", *CALC_SHEETS, CHANGE_LOG_SHEET]
         if plan.layout is not None and plan.layout.candidates:
-            sheets.insert(sheets.index("Parallelism") + 1, "Layout candidates")
+            sheets.insert(sheets.index("Parallelism") + 1, CANDIDATES_SHEET)
         sheets.insert(sheets.index("Cost") + 1, "Cashflow")
-        sheets.insert(sheets.index("Change log"), "Glossary")
+        sheets.insert(sheets.index(CHANGE_LOG_SHEET), "Glossary")
         sheets.insert(sheets.index("Checks"), "Sensitivity")
         if plan.options:
             sheets.insert(1, "Compare")
@@ -160,10 +221,24 @@ class _Writer:
             ws.sheet_properties.tabColor = TAB_COLOURS.get(title, CALC_TAB)
 
     # --- helpers ---------------------------------------------------------------------
+    def sheet_name(self, title: str) -> str:
+        """What a sheet calls itself in its heading and print header (its tab name is an id)."""
+        return self.m(f"workbook.sheets.{title.lower().replace(' ', '_')}")
+
+    def unit_display(self, unit: str) -> str:
+        """A unit id as the catalog shows it; its `currency` token is left for the caller."""
+        return self.m(f"units.{unit}")
+
     def unit_text(self, unit: str) -> str:
-        """A unit where no formula can go (input messages): "currency" stays the word, since the
+        """A unit where no formula can go (input messages): "currency" stays a word, since the
         currency is the live value of the `currency` input; cells use `unit_cell`."""
-        return "" if unit == "text" else unit
+        if unit == "text":
+            return ""
+        return self.unit_display(unit).replace("currency", self.m("workbook.validation.currency"))
+
+    def with_unit(self, label: str, unit: str) -> str:
+        """A heading "label (unit)" as static text (the Catalog's columns name no currency)."""
+        return self.m("workbook.with_unit", label=label, unit=self.unit_display(unit))
 
     def live(self, ws, row: int, col: int, expr: Expr, fmt: str | None = None):
         """A formula cell from an expression, its expected value computed by the same compiler
@@ -171,23 +246,26 @@ class _Writer:
         value = compile_items([("_", expr)])(dict(self.plan.values), {})["_"]
         return self.formula(ws, row, col, expr.excel(), value, fmt)
 
-    def unit_expr(self, unit: str, before: str = "", after: str = "", currency: str = "currency") -> Expr | None:
-        """`before + unit + after` as a formula over the `currency` cell, or None when the
-        unit names no currency (then it is plain text)."""
-        if "currency" not in unit:
-            return None
-        parts: list[Expr] = []
-        for n, piece in enumerate(unit.split("currency")):
+    def unit_parts(self, unit: str, currency: str = "currency") -> list:
+        """The unit's display as text and the `currency` cell where its currency token stands."""
+        parts: list = []
+        for n, piece in enumerate(self.unit_display(unit).split("currency")):
             if n:
                 parts.append(Ref(currency))
-            parts.append(Text(piece))
-        parts[0] = Text(before + parts[0].value)
-        parts[-1] = Text(parts[-1].value + after)
-        parts = [p for p in parts if not (isinstance(p, Text) and p.value == "")]
-        expr = parts[0]
-        for p in parts[1:]:
-            expr = expr.concat(p)
-        return expr
+            parts.append(piece)
+        return parts
+
+    def unit_expr(self, unit: str, label: str | None = None, currency: str = "currency") -> Expr | None:
+        """The unit (or the heading "label (unit)") as a formula over the `currency` cell, or
+        None when the unit names no currency (then it is plain text)."""
+        if "currency" not in unit:
+            return None
+        parts = self.unit_parts(unit, currency)
+        if label is not None:
+            pieces = _FIELD.split(self.m("workbook.with_unit"))
+            parts = [p for k, piece in enumerate(pieces)
+                     for p in ((parts if piece == "unit" else [label]) if k % 2 else [piece])]
+        return _joined([p for p in parts if p != ""])
 
     def unit_cell(self, ws, row: int, col: int, unit: str, currency: str = "currency"):
         """The unit beside a figure: `=currency&"/GPU-hour"` when it names the currency (every
@@ -196,7 +274,7 @@ class _Writer:
             return None
         expr = self.unit_expr(unit, currency=currency)
         if expr is None:
-            put_text(ws.cell(row, col), unit)
+            put_text(ws.cell(row, col), self.unit_display(unit))
             return ws.cell(row, col)
         cell = self.live(ws, row, col, expr)
         cell.style = "Normal"
@@ -205,10 +283,10 @@ class _Writer:
     def label_cell(self, ws, row: int, col: int, label: str, unit: str, style: str | None = "Header",
                    currency: str = "currency"):
         """A column heading "label (unit)", a formula when the unit names the currency."""
-        expr = (self.unit_expr(unit, f"{label} (", ")", currency)
+        expr = (self.unit_expr(unit, label, currency)
                 if unit and unit not in ("text", "flag") else None)
         if expr is None:
-            text = f"{label} ({unit})" if unit and unit not in ("text", "flag") else label
+            text = self.with_unit(label, unit) if unit and unit not in ("text", "flag") else label
             put_text(ws.cell(row, col), text)
             cell = ws.cell(row, col)
         else:
@@ -220,7 +298,7 @@ class _Writer:
     def define(self, name: str, ws, ref: str) -> None:
         sheet = ws.title
         if name in self.wb.defined_names:
-            raise ValueError(f"defined name {name} written twice")
+            raise ValueError(f"defined name {name} written twice")  # i18n: not text
         self.wb.defined_names[name] = DefinedName(name, attr_text=f"'{sheet}'!{ref}")
         self.result.names[name] = f"{sheet}!{ref.replace('$', '')}"
 
@@ -261,9 +339,11 @@ class _Writer:
             ws.page_setup.fitToHeight = 0
         ws.print_title_rows = title_rows
         ws.print_options.horizontalCentered = False
-        ws.oddHeader.left.text = "&A"
-        ws.oddHeader.right.text = f"trainbudget {__version__}, version {self.digest}"
-        ws.oddFooter.center.text = "&A, page &P of &N"
+        name = self.sheet_name(ws.title)      # &A prints the tab name; a translated one is text
+        sheet = "&A" if name == ws.title else name.replace("&", "&&")
+        ws.oddHeader.left.text = sheet
+        ws.oddHeader.right.text = self.m("workbook.version", version=__version__, digest=self.digest)
+        ws.oddFooter.center.text = self.m("workbook.print.footer", sheet=sheet, page="&P", pages="&N")
         ws.protection.sheet = True      # formulas locked, inputs unlocked; no password
         self.wrap_long_text(ws)
 
@@ -292,7 +372,7 @@ class _Writer:
                 width = own
                 if c.alignment.wrap_text:
                     pass
-                elif len(c.value) <= room * 1.1:
+                elif display_width(c.value) <= room * 1.1:
                     continue
                 elif span == last and span > c.column:
                     ws.merge_cells(start_row=c.row, start_column=c.column, end_row=c.row, end_column=span)
@@ -301,7 +381,7 @@ class _Writer:
                 else:
                     c.alignment = Alignment(wrap_text=True, vertical="top")
                 size = (c.font.sz or 11) / 11 if c.font is not None else 1
-                need = -(-int(len(c.value) * size) // max(int(width * 1.1), 1))
+                need = -(-int(display_width(c.value) * size) // max(int(width * 1.1), 1))
                 lines[c.row] = max(lines.get(c.row, 1), need)
         for r, n in lines.items():
             if n > 1:
@@ -343,12 +423,12 @@ class _Writer:
             cell.number_format = fmt
 
     def inputs(self) -> None:
-        ws = self.wb["Inputs"]
-        self.title(ws, "Inputs: every assumption of the plan",
-                   "Blue on yellow cells are inputs: change them and the whole book recomputes. "
-                   "Blank optional inputs fall back to the formula named in the note.")
-        self.header(ws, 4, ["Assumption", "Value", "Unit", "Source", "Note", "Name in formulas",
-                            "At generation"])
+        ws, m = self.wb["Inputs"], self.m
+        self.title(ws, m("workbook.inputs.title"), m("workbook.inputs.subtitle"))
+        self.header(ws, 4, [m("workbook.inputs.columns.assumption"), m("workbook.columns.value"),
+                            m("workbook.columns.unit"), m("workbook.columns.source"),
+                            m("workbook.columns.note"), m("workbook.inputs.columns.name"),
+                            m("workbook.inputs.columns.at_generation")])
         defs = [d for d in self.model.inputs.values() if d.on_inputs_sheet]
         singles = [d for d in defs if not d.is_range and not d.kind.startswith("generated")]
         ranges = [d for d in defs if d.is_range]
@@ -397,11 +477,9 @@ class _Writer:
     def generation_block(self, ws, row: int) -> int:
         """What the layout search saw besides the inputs above (column G): the catalog figures
         it read and whether it ran. The check on the Checks sheet compares them with the live cells."""
-        ws.cell(row, 1, "At generation: what the layout search saw").font = SECTION_FONT
+        ws.cell(row, 1, self.m("workbook.inputs.generation.heading")).font = SECTION_FONT
         row += 1
-        put_text(ws.cell(row, 1), "Column G keeps each input the search used as it was at "
-                                  "generation; rows that differ turn orange. These are the figures "
-                                  "it read from the Catalog. Locked: they record, not assume.")
+        put_text(ws.cell(row, 1), self.m("workbook.inputs.generation.note"))
         ws.cell(row, 1).font = Font(italic=True, color="595959")
         for d in self.model.inputs.values():
             source = d.name.removeprefix("gen_")
@@ -412,8 +490,8 @@ class _Writer:
             self.generated_value(ws, row, 2, d.name, d.unit)
             self.unit_cell(ws, row, 3, d.unit)
             if source in self.model.items:
-                self.formula(ws, row, 5, f'IF({source}={d.name},"","now "&{source})',
-                             "", None)
+                now = live_text(self.m("workbook.inputs.generation.now"), value=Ref(source))
+                self.formula(ws, row, 5, f'IF({source}={d.name},"",{now.excel()})', "", None)
             put_text(ws.cell(row, 6), d.name)
             ws.cell(row, 6).font = Font(color="7F7F7F")
         return row
@@ -426,24 +504,31 @@ class _Writer:
             dv = DataValidation(type="custom", formula1="TRUE")   # a carrier for the input message
             dv.showErrorMessage = False
         else:
-            dv.errorTitle = "Invalid input"
+            dv.errorTitle = self.m("workbook.validation.error_title")
             dv.showErrorMessage = True
         unit = self.unit_text(d.unit)
         dv.promptTitle = d.label[:32]
-        dv.prompt = "; ".join(p for p in (f"Unit: {unit}" if unit else "", d.help) if p)[:255]
+        if unit and d.help:
+            prompt = self.m("workbook.validation.prompt_unit_help", unit=unit, help=d.help)
+        elif unit:
+            prompt = self.m("workbook.validation.prompt_unit", unit=unit)
+        else:
+            prompt = d.help
+        dv.prompt = prompt[:255]
         dv.showInputMessage = bool(dv.prompt)
         dv.add(coord)
         ws.add_data_validation(dv)
 
     def _validation(self, d: InputDef) -> DataValidation | None:
+        m = self.m
         if d.kind == "choice":
             source = d.choices_from or '"' + ",".join(d.choices or ()) + '"'
             dv = DataValidation(type="list", formula1=source, allow_blank=False)
-            dv.error = f"Pick one of the listed values for {d.label}."
+            dv.error = m("workbook.validation.choice", label=d.label)
             return dv
         if d.kind == "date":
             dv = DataValidation(type="date", operator="greaterThan", formula1="1")
-            dv.error = f"{d.label} must be a date."
+            dv.error = m("workbook.validation.date", label=d.label)
             return dv
         if d.kind not in {"integer", "number", "fraction", "range"} or d.minimum is None:
             return None
@@ -451,14 +536,14 @@ class _Writer:
         low = _num(d.minimum)
         if d.maximum is not None and not d.positive:
             dv = DataValidation(type=kind, operator="between", formula1=low, formula2=_num(d.maximum))
-            dv.error = f"{d.label} must be between {low} and {_num(d.maximum)}."
+            dv.error = m("workbook.validation.between", label=d.label, low=low, high=_num(d.maximum))
         elif d.positive:
             dv = DataValidation(type=kind, operator="greaterThan", formula1=low)
-            dv.error = f"{d.label} must be above {low}" + (
-                f" and at most {_num(d.maximum)}." if d.maximum is not None else ".")
+            dv.error = (m("workbook.validation.above_at_most", label=d.label, low=low, high=_num(d.maximum))
+                        if d.maximum is not None else m("workbook.validation.above", label=d.label, low=low))
         else:
             dv = DataValidation(type=kind, operator="greaterThanOrEqual", formula1=low)
-            dv.error = f"{d.label} must be at least {low}."
+            dv.error = m("workbook.validation.at_least", label=d.label, low=low)
         dv.allow_blank = d.optional
         return dv
 
@@ -468,7 +553,7 @@ class _Writer:
         section = defs[0].section
         ws.cell(row, 1, section).font = SECTION_FONT
         row += 1
-        self.header(ws, row, [d.label for d in defs] + ["Source"])
+        self.header(ws, row, [d.label for d in defs] + [self.m("workbook.columns.source")])
         for c, d in enumerate(defs, 1):     # "(currency/month)" follows the table's currency cell
             self.label_cell(ws, row, c, d.label, d.unit, currency=d.currency or "currency")
         first = row + 1
@@ -482,8 +567,7 @@ class _Writer:
         for r in range(first + rows, last + 1):       # spare rows: blank, unlocked, validated
             for c, d in enumerate(defs, 1):
                 self.input_value(ws.cell(r, c), None, d.unit)
-        put_text(ws.cell(first + rows, len(defs) + 1),
-                 f"Spare rows: type more roles here ({SPARE_ROWS} rows inside the table)")
+        put_text(ws.cell(first + rows, len(defs) + 1), self.m("workbook.inputs.spare_roles", rows=SPARE_ROWS))
         ws.cell(first + rows, len(defs) + 1).font = Font(italic=True, color="595959")
         for c, d in enumerate(defs, 1):
             col = get_column_letter(c)
@@ -499,12 +583,12 @@ class _Writer:
         layout = self.plan.layout
         if layout is None or not layout.candidates:
             return
-        ws.cell(row, 1, "Layout candidates (compared on the Parallelism sheet; edit to try others)").font = SECTION_FONT
+        ws.cell(row, 1, self.m("workbook.inputs.candidates")).font = SECTION_FONT
         dims = self.model.layout_inputs()
-        self.header(ws, row + 1, ["Candidate"] + [d.short for d in dims])
+        self.header(ws, row + 1, [self.m("workbook.columns.candidate")] + [d.short for d in dims])
         for n, cand in enumerate(layout.candidates):
             r = row + 2 + n
-            put_text(ws.cell(r, 1), _candidate_label(layout, n))
+            put_text(ws.cell(r, 1), _candidate_label(self.m, layout, n))
             cells = {}
             for c, name in enumerate((d.name for d in dims), 2):
                 cell = ws.cell(r, c)
@@ -515,28 +599,28 @@ class _Writer:
 
     def catalog(self) -> None:
         ws = self.wb["Catalog"]
-        self.title(ws, "Catalog: the tables the calculations look up",
-                   "Figures with their sources and as-of dates (catalogs/*.yaml). Editable: a change "
-                   "here flows through every INDEX/MATCH.")
+        self.title(ws, self.m("workbook.catalog.title"), self.m("workbook.catalog.subtitle"))
         row = 4
         for tdef in self.model.tables.values():
             data = self.plan.tables[tdef.name]
             ws.cell(row, 1, tdef.title).font = SECTION_FONT
             row += 1
-            self.header(ws, row, [f"{h} ({u})" if u != "text" else h for _, h, u in tdef.columns] + ["Source"])
+            self.header(ws, row, [self.with_unit(h, u) if u != "text" else h for _, h, u in tdef.columns]
+                        + [self.m("workbook.columns.source")])
             first = row + 1
             for r, (values, source) in enumerate(zip(data.rows, data.sources)):
                 for c, (col, _, unit) in enumerate(tdef.columns, 1):
                     self.input_value(ws.cell(first + r, c), values[col], unit)
                 put_text(ws.cell(first + r, len(tdef.columns) + 1), source)
             last = first + len(data.rows) - 1
-            growable = tdef.name in SPARE_ROW_HINTS
+            growable = tdef.name in SPARE_ROW_TABLES
             if growable:      # spare rows a reviewer can fill: the drop-down and lookups see them
                 for r in range(last + 1, last + SPARE_ROWS + 1):
                     for c, (_, _, unit) in enumerate(tdef.columns, 1):
                         self.input_value(ws.cell(r, c), None, unit)
                     ws.cell(r, len(tdef.columns) + 1).protection = Protection(locked=False)
-                put_text(ws.cell(last + 1, len(tdef.columns) + 1), SPARE_ROW_HINTS[tdef.name])
+                put_text(ws.cell(last + 1, len(tdef.columns) + 1),
+                         self.m(f"workbook.catalog.spare_rows.{tdef.name}"))
                 last += SPARE_ROWS
             for c, (col, _, _) in enumerate(tdef.columns, 1):
                 letter = get_column_letter(c)
@@ -551,17 +635,19 @@ class _Writer:
         self.page_setup(ws, "1:3")
 
     def calc_sheet(self, title: str, subtitle: str) -> None:
-        ws = self.wb[title]
-        self.title(ws, title, subtitle)
+        ws, m = self.wb[title], self.m
+        self.title(ws, self.sheet_name(title), subtitle)
         if title == "Timeline":
             self.timeline(ws)
             return
         is_checks = title == "Checks"
-        self.header(ws, 4, ["Item", "Value", "Unit", "Name", "Fix when not 0" if is_checks else "Note"])
+        self.header(ws, 4, [m("workbook.columns.item"), m("workbook.columns.value"), m("workbook.columns.unit"),
+                            m("workbook.columns.name"),
+                            m("workbook.columns.fix") if is_checks else m("workbook.columns.note")])
         items = self.model.sheet_items(title)
         if title == "Cost":   # the pure-training rental is a memo: below the total, not in its flow
             items = ([i for i in items if i.name not in MEMO_LINES]
-                     + [replace(i, section=MEMO_HEADING)
+                     + [replace(i, section=m("workbook.memo_heading"))
                         for i in sorted((i for i in items if i.name in MEMO_LINES), key=lambda i: MEMO_LINES.index(i.name))])
         row = self.sectioned_rows(ws, 5, items, self.item_row)
         self.widths(ws, [46, 16, 16, 26, 48])
@@ -574,15 +660,14 @@ class _Writer:
         """Sentences that can only be written at generation, under a heading, with a formula line
         above them that turns on as soon as the inputs or the figures the sentences state differ
         from generation. Returns the last row written."""
-        ws.cell(row, 1, "Generated for these inputs").font = SECTION_FONT
+        ws.cell(row, 1, self.m("workbook.generated.heading")).font = SECTION_FONT
         v = self.plan.values
         stated = ["memory_per_gpu_gb", "usable_hbm_gb", "train_days"]
         as_text = lambda name: ROUND(Ref(name), 1).concat("")  # noqa: E731
         figures = compile_items([(n, as_text(n)) for n in stated])(dict(v), {})
         changed = OR(Ref("search_inputs_changed").ne(0), Ref("layout_label").ne(Text(str(v["layout_label"]))),
                      *(as_text(n).ne(Text(figures[n])) for n in stated))
-        warning = Text("Inputs changed since generation: the sentences below describe the generated "
-                       "plan, not the live one")
+        warning = Text(self.m("workbook.generated.changed"))
         cell = self.live(ws, row + 1, 1, IF(ISERROR(changed), warning, IF(changed, warning, "")))
         cell.style = "Normal"
         cell.font = CHECK_FONT
@@ -593,8 +678,13 @@ class _Writer:
             ws.merge_cells(start_row=row, start_column=1, end_row=row, end_column=last_col)
             width = sum(ws.column_dimensions[get_column_letter(c)].width or 8.43
                         for c in range(1, last_col + 1))
-            ws.row_dimensions[row].height = 15 * (1 + int(len(text) * 1.1 // width))
+            ws.row_dimensions[row].height = 15 * (1 + int(display_width(text) * 1.1 // width))
         return row
+
+    def generated_lines(self) -> list[str]:
+        """The sizing and the layout decision in words, as generation wrote them."""
+        return [self.m("workbook.generated.gpu_count", source=self.plan.inputs["gpu_count"].source),
+                self.m("workbook.generated.layout", explanation=self.plan.layout.explanation)]
 
     def candidate_rows(self, ws, row: int) -> None:
         """The layout decision in words on Parallelism, and each candidate layout as a column of
@@ -604,34 +694,34 @@ class _Writer:
         layout = self.plan.layout
         if layout is None:
             return
-        lines = [f"GPU count: {self.plan.inputs['gpu_count'].source}", f"Layout: {layout.explanation}"]
+        m = self.m
+        lines = self.generated_lines()
         if layout.candidates:
-            lines.append("The layouts the search compared, as live formulas: the Layout candidates sheet.")
+            lines.append(m("workbook.generated.candidates_sheet"))
         self.generated_for(ws, row + 1, lines, 5)
         if not layout.candidates:
             return
         keys, working = candidate_columns(self.model)
-        wk = self.wb["Layout candidates"]
-        self.title(wk, "Layout candidates", "One column per candidate layout: its key figures, then "
-                                            "the intermediate ones, by the calculation sheets' formulas "
-                                            "over the Inputs sheet's candidate table.")
+        wk = self.wb[CANDIDATES_SHEET]
+        self.title(wk, self.sheet_name(CANDIDATES_SHEET), m("workbook.layout_candidates.subtitle"))
         count = len(self.plan.candidate_values)
         self.widths(wk, [44] + [11] * count)
-        last = self.generated_for(wk, 4, ["Why the first column: " + layout.explanation], 1 + count)
+        last = self.generated_for(wk, 4, [m("workbook.generated.why_first", explanation=layout.explanation)],
+                                  1 + count)
         head = last + 2
         row_of: dict[str, int] = {}
         r = head + 1
         for n, name in enumerate(keys + working):
             if n == len(keys):
                 r += 1
-                put_text(wk.cell(r, 1), "Workings: the intermediate figures")
+                put_text(wk.cell(r, 1), m("workbook.layout_candidates.workings"))
                 wk.cell(r, 1).font = SECTION_FONT
                 r += 1
             row_of[name] = r
             label, unit = self._column_label(name)
             self.label_cell(wk, r, 1, label, unit, style=None)
             r += 1
-        self.header(wk, head, ["Candidate"] + [_candidate_label(layout, n) for n in range(count)])
+        self.header(wk, head, [m("workbook.columns.candidate")] + [_candidate_label(m, layout, n) for n in range(count)])
         wk.row_dimensions[head].height = 45
         for n, values in enumerate(self.plan.candidate_values):
             col = get_column_letter(2 + n)
@@ -645,9 +735,10 @@ class _Writer:
     def timeline(self, ws) -> None:
         """One row per phase whose Start and End cells are the named line items, beside a week
         grid; the bars are conditional formatting over the formula dates of the week columns."""
-        values, head, first_col = self.plan.values, 4, 4
+        values, head, first_col, m = self.plan.values, 4, 4, self.m
         weeks = len(self.plan.inputs["timeline_week_cells"].value)
-        self.header(ws, head, ["Phase (seed 002 section 6)", "Start", "End"])
+        self.header(ws, head, [m("workbook.timeline.columns.phase"), m("workbook.timeline.columns.start"),
+                               m("workbook.timeline.columns.end")])
         for w in range(weeks):
             col = first_col + w
             letter, before = get_column_letter(col), get_column_letter(col - 1)
@@ -673,7 +764,7 @@ class _Writer:
         self.define("timeline_week_cells", ws, f"${first}${head}:${last}${head}")
         for n, key in enumerate(TIMELINE_PHASES):
             r = head + 1 + n
-            put_text(ws.cell(r, 1), self.model.items[f"{key}_start"].label.removesuffix(": start"))
+            put_text(ws.cell(r, 1), m(f"workbook.timeline.phases.{key}"))
             for c, suffix in ((2, "start"), (3, "end")):
                 item = self.model.items[f"{key}_{suffix}"]
                 self.formula(ws, r, c, item.expr.excel(), values[item.name], DATE_FORMAT)
@@ -683,19 +774,19 @@ class _Writer:
                                fill=PatternFill("solid", start_color=colour, end_color=colour))
             ws.conditional_formatting.add(f"{first}{r}:{last}{r}", rule)
         row = head + len(TIMELINE_PHASES) + 2
-        ws.cell(row, 1, "Project").font = SECTION_FONT
-        project = [i.name for i in self.model.sheet_items("Timeline") if i.section == "Project"]
-        for r, name in enumerate(project, row + 1):
-            item = self.model.items[name]
-            put_text(ws.cell(r, 1), f"{item.label} ({item.note})" if item.note else item.label)
+        phase_items = {f"{key}_{end}" for key in TIMELINE_PHASES for end in ("start", "end")}
+        project = [i for i in self.model.sheet_items("Timeline") if i.name not in phase_items]
+        ws.cell(row, 1, project[0].section).font = SECTION_FONT     # the model's heading
+        for r, item in enumerate(project, row + 1):
+            name = item.name
+            put_text(ws.cell(r, 1), m("workbook.timeline.label_note", label=item.label, note=item.note)
+                     if item.note else item.label)
             self.formula(ws, r, 2, item.expr.excel(), values[name], number_format(item.unit))
-            if self.unit_text(item.unit) != "date":
+            if item.unit != "date":
                 put_text(ws.cell(r, 3), self.unit_text(item.unit))
             self.define(name, ws, f"$B${r}")
         row += len(project) - 3
-        put_text(ws.cell(row + 5, 1), "Each phase starts when the one before ends; the full-training "
-                                      "phase is queue + setup + transfer + training with failures "
-                                      "(Schedule sheet), the others are input durations.")
+        put_text(ws.cell(row + 5, 1), m("workbook.timeline.note"))
         ws.cell(row + 5, 1).font = Font(italic=True, color="595959")
         self.widths(ws, [34, 11, 11])
         ws.freeze_panes = ws.cell(head + 1, first_col)
@@ -706,7 +797,9 @@ class _Writer:
         if name in self.model.inputs:
             return self.model.inputs[name].short, ""
         item = self.model.items[name]
-        return CANDIDATE_LABELS.get(name, item.label), item.unit
+        # the key figures go by short labels of their own (workbook.layout_candidates.labels.<name>)
+        label = self.m(f"workbook.layout_candidates.labels.{name}") if name in CANDIDATE_KEYS else item.label
+        return label, item.unit
 
     def candidate_cell(self, ws, row: int, col: int, n: int, name: str, value, resolve) -> None:
         if name in self.candidate_cells[n]:
@@ -745,7 +838,7 @@ class _Writer:
         formulas; the cost lines to the total (labelled indicative while checks fail); the memo
         lines not in the total; and the sentences only generation could write, under their own
         heading with a warning that turns on when the inputs move."""
-        ws = self.wb["Summary"]
+        ws, m = self.wb["Summary"], self.m
         s = self.plan.scenario
         self.widths(ws, [46, 20, 16, 24])
         put_text(ws.cell(1, 1), s.name)
@@ -754,46 +847,46 @@ class _Writer:
             put_text(ws.cell(2, 1), s.description)
             ws.cell(2, 1).alignment = Alignment(wrap_text=True, vertical="top")
             ws.merge_cells("A2:D2")
-            ws.row_dimensions[2].height = 15 * (1 + int(len(s.description) * 1.1 // 120))
-        put_text(ws.cell(3, 1), f"trainbudget {__version__}, scenario file {self.plan.scenario_id}.yaml, "
-                                f"version {self.digest}. Every figure is a live formula over the Inputs sheet.")
+            ws.row_dimensions[2].height = 15 * (1 + int(display_width(s.description) * 1.1 // 120))
+        put_text(ws.cell(3, 1), m("workbook.summary.version", version=__version__,
+                                  scenario=self.plan.scenario_id, digest=self.digest))
         ws.cell(3, 1).font = NOTE_FONT
         master = Ref("master_check")
-        status = IF(ISERROR(master), "NOT APPROVABLE: the checks cannot be computed",
-                    IF(master.eq(0), "All checks pass",
-                       Text("NOT APPROVABLE: ").concat(master).concat(
-                           IF(master.eq(1), " check fails", " checks fail"))))
+        status = IF(ISERROR(master), m("workbook.summary.status.cannot"),
+                    IF(master.eq(0), m("workbook.summary.status.pass"),
+                       plural_text(master, m("workbook.summary.status.fail.one"),
+                                   m("workbook.summary.status.fail.other"))))
         cell = self.live(ws, 5, 1, status)
         cell.style = "Normal"
         cell.font = Font(bold=True, size=14)
         fine = "AND(ISNUMBER(master_check),master_check=0)"
         ws.conditional_formatting.add("A5:D5", FormulaRule(formula=[fine], fill=OK_RULE_FILL))
         ws.conditional_formatting.add("A5:D5", FormulaRule(formula=[f"NOT({fine})"], fill=BAD_RULE_FILL))
-        row = self.summary_row(ws, 6, "master_check", "Checks failing (0 = all fine)")
+        row = self.summary_row(ws, 6, "master_check", m("workbook.summary.checks_failing"))
         for check in self.model.checks():
             self.flag_line(ws, row, check, CHECK_FONT)
             row += 1
         count = Ref("warning_count")
-        line = IF(ISERROR(count), "Warnings cannot be computed",
-                  IF(count.eq(0), "No warnings",
-                     count.concat(IF(count.eq(1), " warning", " warnings")).concat(
-                         ": plausibility, shown here, not blocking approval")))
+        line = IF(ISERROR(count), m("workbook.summary.warnings.cannot"),
+                  IF(count.eq(0), m("workbook.summary.warnings.none"),
+                     plural_text(count, m("workbook.summary.warnings.some.one"),
+                                 m("workbook.summary.warnings.some.other"))))
         cell = self.live(ws, row + 1, 1, line)
         cell.style = "Normal"
         cell.font = Font(bold=True, color="9C5700")
-        row = self.summary_row(ws, row + 2, "warning_count", "Warnings (do not block)")
+        row = self.summary_row(ws, row + 2, "warning_count", m("workbook.summary.warnings.heading"))
         for warning in self.model.warnings():
             self.flag_line(ws, row, warning, WARNING_FONT)
             row += 1
-        for heading, names in SUMMARY_BLOCKS:
+        for block, names in SUMMARY_BLOCKS:
             row += 1
-            ws.cell(row, 1, heading).font = SECTION_FONT
-            self.header(ws, row + 1, ["", "Value", "Unit"])
+            ws.cell(row, 1, m(f"workbook.summary.blocks.{block}")).font = SECTION_FONT
+            self.header(ws, row + 1, ["", m("workbook.columns.value"), m("workbook.columns.unit")])
             row += 2
             for name in names:
                 if name == "memory_in_words":
-                    put_text(ws.cell(row, 1), "Memory per GPU")
-                    self.live(ws, row, 2, MEMORY_IN_WORDS)
+                    put_text(ws.cell(row, 1), m("workbook.summary.labels.memory_in_words"))
+                    self.live(ws, row, 2, memory_in_words(m))
                     fine = "AND(ISNUMBER(check_memory_fits),check_memory_fits=0)"
                     ws.conditional_formatting.add(f"A{row}:C{row}", FormulaRule(formula=[fine], fill=OK_RULE_FILL))
                     ws.conditional_formatting.add(f"A{row}:C{row}", FormulaRule(formula=[f"NOT({fine})"],
@@ -801,17 +894,19 @@ class _Writer:
                     row += 1
                     continue
                 if name == "total_cost":    # the label says "indicative" while checks fail
-                    label = self.live(ws, row, 1, IF(ISERROR(master), "Total (indicative: checks fail)",
-                                                     IF(master.eq(0), "Total", "Total (indicative: checks fail)")))
+                    indicative = m("workbook.summary.total_indicative")
+                    label = self.live(ws, row, 1, IF(ISERROR(master), indicative,
+                                                     IF(master.eq(0), m("workbook.summary.total"), indicative)))
                     label.style = "Normal"
                     label.font = Font(bold=True)
                     row = self.summary_row(ws, row, name, None)
                     ws.cell(row - 1, 2).font = Font(bold=True)
                     continue
-                row = self.summary_row(ws, row, name, SUMMARY_LABELS.get(name))
-            if heading == "For how much":
+                label = m(f"workbook.summary.labels.{name}") if name in SUMMARY_LABELS else None
+                row = self.summary_row(ws, row, name, label)
+            if block == "cost":
                 row += 1
-                ws.cell(row, 1, MEMO_HEADING).font = SECTION_FONT
+                ws.cell(row, 1, m("workbook.memo_heading")).font = SECTION_FONT
                 row += 1
                 for name in MEMO_LINES:
                     row = self.summary_row(ws, row, name, None)
@@ -840,7 +935,7 @@ class _Writer:
         over the cells) when not, and "cannot be computed" when its cells hold an error."""
         flag = Ref(item.name)
         detail = item.detail if item.detail is not None else Text(item.label)
-        cannot = Text(f"{item.label}: cannot be computed")
+        cannot = Text(self.m("workbook.summary.cannot_compute", label=item.label))
         cell = self.live(ws, row, 1, IF(ISERROR(flag), cannot,
                                         IF(flag.eq(0), "", IF(ISERROR(detail), cannot, detail))))
         cell.style = "Normal"
@@ -852,17 +947,16 @@ class _Writer:
         layout = self.plan.layout
         if layout is None:
             return row
-        lines = [f"GPU count: {self.plan.inputs['gpu_count'].source}", f"Layout: {layout.explanation}"]
-        return self.generated_for(ws, row, lines, 4) + 2
+        return self.generated_for(ws, row, self.generated_lines(), 4) + 2
 
     def glossary(self) -> None:
-        ws = self.wb["Glossary"]
-        self.title(ws, "Glossary", "The terms of the calculation sheets, for readers outside ML infrastructure.")
-        self.header(ws, 4, ["Term", "Meaning"])
-        for r, (term, meaning) in enumerate(GLOSSARY, 5):
-            put_text(ws.cell(r, 1), term)
+        ws, m = self.wb["Glossary"], self.m
+        self.title(ws, self.sheet_name("Glossary"), m("workbook.glossary.subtitle"))
+        self.header(ws, 4, [m("workbook.glossary.columns.term"), m("workbook.glossary.columns.meaning")])
+        for r, term in enumerate(GLOSSARY, 5):
+            put_text(ws.cell(r, 1), m(f"workbook.glossary.terms.{term}.term"))
             ws.cell(r, 1).font = Font(bold=True)
-            put_text(ws.cell(r, 2), meaning)
+            put_text(ws.cell(r, 2), m(f"workbook.glossary.terms.{term}.meaning"))
             ws.cell(r, 2).alignment = Alignment(wrap_text=True, vertical="top")
             ws.cell(r, 1).alignment = Alignment(vertical="top")
         self.widths(ws, [26, 110])
@@ -870,13 +964,12 @@ class _Writer:
 
     def change_log(self) -> None:
         """The generated row, then rows the reviewer writes in: unlocked under sheet protection."""
-        ws = self.wb["Change log"]
-        self.title(ws, "Change log", "Add a row for every change made to this workbook after it was generated.")
-        self.header(ws, 4, ["Date", "Version", "Who", "Change"])
+        ws, m = self.wb[CHANGE_LOG_SHEET], self.m
+        self.title(ws, self.sheet_name(CHANGE_LOG_SHEET), m("workbook.change_log.subtitle"))
+        self.header(ws, 4, [m(f"workbook.change_log.columns.{c}") for c in ("date", "version", "who", "change")])
         put_text(ws.cell(5, 2), self.digest)
-        put_text(ws.cell(5, 3), f"trainbudget {__version__}")
-        put_text(ws.cell(5, 4), f"Generated from scenario {self.plan.scenario_id}.yaml (version = "
-                                f"the first 12 hex digits of the sha256 of the scenario's canonical JSON)")
+        put_text(ws.cell(5, 3), f"trainbudget {__version__}")  # i18n: not text (the tool and its version)
+        put_text(ws.cell(5, 4), m("workbook.change_log.generated", scenario=self.plan.scenario_id))
         for r in range(6, 6 + CHANGE_LOG_ROWS):
             for c in range(1, 5):
                 cell = ws.cell(r, c)
@@ -890,14 +983,14 @@ class _Writer:
     def properties(self) -> None:
         p = self.wb.properties
         p.title = self.plan.scenario.name
-        p.subject = "LLM training compute, schedule and cost plan"
+        p.subject = self.m("workbook.properties.subject")
         p.creator = "trainbudget"
-        p.keywords = f"trainbudget {__version__}, version {self.digest}"
+        p.keywords = self.m("workbook.version", version=__version__, digest=self.digest)
         p.version = __version__
         p.identifier = self.digest
         p.revision = self.digest
-        p.description = (f"Generated by trainbudget {__version__} from {self.plan.scenario_id}.yaml, "
-                         f"version {self.digest} (sha256 of the scenario's canonical JSON)")
+        p.description = self.m("workbook.properties.description", version=__version__,
+                               scenario=self.plan.scenario_id, digest=self.digest)
         self.wb.calculation.fullCalcOnLoad = True
 
     def wide_sheets(self) -> None:
@@ -928,20 +1021,8 @@ class _Writer:
     def build(self) -> WorkbookResult:
         self.inputs()
         self.catalog()
-        subtitles = {
-            "Compute": "Training FLOPs, throughput, GPU-hours and days (seed 002 sections 1-2)",
-            "Memory": "Memory first: model states and activations per GPU (seed 000 step 1, seed 002 section 4)",
-            "Cost": "Rental, network, storage, staffing and the contingency buffer (seed 002 section 5)",
-            "Checks": "Each check is 0 when fine, 1 when not; the master check on Summary adds them up",
-            "Parallelism": "The layout, its pipeline bubble, communication and recomputation, and the "
-                           "efficiency they leave (seed 000 section 2, seed 002 section 3)",
-            "Schedule": "Data and checkpoints, failures (Young/Daly), data loading, and the segments "
-                        "of the run (seed 000 sections 4-5)",
-            "Timeline": "Seed 002's project phases as dates; the full-training phase takes the "
-                        "computed run, the others are inputs",
-        }
         for title in CALC_SHEETS:
-            self.calc_sheet(title, subtitles[title])
+            self.calc_sheet(title, self.m(f"workbook.subtitles.{title.lower()}"))
         from .cashflow import write_cashflow
         write_cashflow(self, self.wb["Cashflow"], self.plan)
         self.summary()
@@ -979,76 +1060,42 @@ def candidate_columns(model) -> tuple[list[str], list[str]]:
     return layout_inputs + list(CANDIDATE_KEYS), working
 
 
-def _candidate_label(layout, n: int) -> str:
+def _candidate_label(m: Messages, layout, n: int) -> str:
     if layout.search is None:
-        return "pinned by the scenario"
+        return m("workbook.layout_candidates.pinned")
     if n >= layout.rejected_from:
-        return "faster, did not fit at generation"
-    return "1: chosen at generation" if n == 0 else str(n + 1)
+        return m("workbook.layout_candidates.rejected")
+    return m("workbook.layout_candidates.chosen") if n == 0 else str(n + 1)
 
 
+# The Summary's blocks: (id, the names it shows); the heading is workbook.summary.blocks.<id>.
 SUMMARY_BLOCKS = (
-    ("The answer", ("accelerator_name", "gpu_count", "reserved_gpus", "layout_label", "memory_in_words",
-                    "train_days", "stretched_training_days", "start_date", "project_end")),
-    ("For how much", (*COST_LINES, "subtotal_cost", *AFTER_SUBTOTAL, "total_cost")),
-    ("Energy and carbon", ("energy_mwh", "co2_tonnes", "pue", "grid_intensity")),
-    ("Details", ("ownership", "price_tier", "tier_rate", "train_flops", "effective_tflops", "gpu_hours", "gpu_days", "goodput",
-                 "non_training_days", "run_days", "training_start", "training_end", "project_weeks",
+    ("answer", ("accelerator_name", "gpu_count", "reserved_gpus", "layout_label", "memory_in_words",
+                "train_days", "stretched_training_days", "start_date", "project_end")),
+    ("cost", (*COST_LINES, "subtotal_cost", *AFTER_SUBTOTAL, "total_cost")),
+    ("energy", ("energy_mwh", "co2_tonnes", "pue", "grid_intensity")),
+    ("details", ("ownership", "price_tier", "tier_rate", "train_flops", "effective_tflops", "gpu_hours", "gpu_days",
+                 "goodput", "non_training_days", "run_days", "training_start", "training_end", "project_weeks",
                  "memory_per_gpu_gb", "usable_hbm_gb", "min_gpus_for_memory")),
 )
-SUMMARY_LABELS = {
-    "accelerator_name": "Accelerator",
-    "gpu_count": "GPUs training",
-    "layout_label": "Layout TP × PP × DP",
-    "train_days": "Training days (pure compute)",
-    "project_end": "Project end",
-    "start_date": "Project start",
-}
-_MEM, _USABLE = Ref("memory_per_gpu_gb"), Ref("usable_hbm_gb")
-MEMORY_IN_WORDS = IF(ISERROR(_MEM - _USABLE + Ref("check_memory_fits")), "cannot be computed",
-                     ROUND(_MEM, 1).concat(" GB needed of ").concat(ROUND(_USABLE, 1)).concat(
-                         " GB usable: ").concat(IF(Ref("check_memory_fits").eq(0), "fits", "does NOT fit")))
+# Summary rows with a label of their own (workbook.summary.labels.<name>), not the model's.
+SUMMARY_LABELS = ("accelerator_name", "gpu_count", "layout_label", "train_days", "project_end", "start_date")
+
+
+def memory_in_words(m: Messages) -> Expr:
+    """The memory verdict in words, live: "89.1 GB needed of 72 GB usable: does NOT fit"."""
+    mem, usable, fits = Ref("memory_per_gpu_gb"), Ref("usable_hbm_gb"), Ref("check_memory_fits")
+    verdict = IF(fits.eq(0), m("workbook.summary.memory.fits"), m("workbook.summary.memory.does_not_fit"))
+    return IF(ISERROR(mem - usable + fits), m("workbook.summary.memory.cannot"),
+              live_text(m("workbook.summary.memory.words"), needed=ROUND(mem, 1), usable=ROUND(usable, 1),
+                        verdict=verdict))
+
+
 CHANGE_LOG_ROWS = 200
-GLOSSARY = (
-    ("GPU, accelerator", "The chip that trains the model (NVIDIA H100, AMD MI300X, ...); rented by the hour."),
-    ("GPU-hour", "One GPU for one hour: the unit of compute that is bought. 512 GPUs for a day are 12,288 GPU-hours."),
-    ("Node", "A server holding several GPUs (usually 8) joined by a fast link; clusters are bought in whole nodes."),
-    ("HBM", "High-bandwidth memory on the GPU. The model's weights, gradients, optimizer state and "
-            "activations must fit in it (Memory sheet), else the run cannot start."),
-    ("FLOP, TFLOPS", "Floating-point operation; TFLOPS = 10^12 per second. Training needs about 6 FLOPs "
-                     "per parameter per token."),
-    ("Parameters", "The model's learned weights; GPT-3 has 175 billion."),
-    ("Tokens", "Pieces of text the model trains on; the training data's size."),
-    ("MFU", "Model FLOPs utilisation: the share of the GPU's peak that does useful training work "
-            "(typically 35-55%)."),
-    ("HFU", "Hardware FLOPs utilisation: like MFU but counting recomputed work too, so it is higher."),
-    ("TP (tensor parallel)", "Each layer's matrices split across TP GPUs inside a node; needs the fast "
-                             "in-node link."),
-    ("PP (pipeline parallel)", "The layers split into PP consecutive stages on different GPUs."),
-    ("DP (data parallel)", "DP copies of the (split) model each train on a different share of the batch; "
-                           "GPUs = TP × PP × DP."),
-    ("ZeRO", "Zero Redundancy Optimizer: shards optimizer state (stage 1), gradients (2) and weights (3) "
-             "across the DP copies to save memory, at some extra communication."),
-    ("Sequence parallel (SP)", "Splits the activations along the sequence between the TP GPUs to save memory."),
-    ("Recomputation", "Activations recomputed in the backward pass instead of stored: less memory, more compute."),
-    ("Micro-batch", "The slice of the batch one pipeline stage works on at a time; the global batch is "
-                    "DP × micro-batch × micro-batches per step."),
-    ("1F1B bubble", "Idle time of a pipeline (one-forward-one-backward schedule) while it fills and "
-                    "drains: (PP - 1) / micro-batches of each step."),
-    ("Layout efficiency", "The share of a step not lost to the bubble, exposed communication and recomputation."),
-    ("Goodput", "The share of wall-clock training time that is useful training, after failures, restarts "
-                "and checkpoint writes."),
-    ("Checkpoint", "A saved copy of the model and optimizer state, so a failed run resumes instead of restarting."),
-    ("Young/Daly interval", "The checkpoint interval that minimises lost time: about the square root of "
-                            "2 × checkpoint write time × mean time between interruptions."),
-    ("MTBI", "Mean time between interruptions of the whole job; shrinks as GPUs are added."),
-    ("Contingency buffer", "A share of the subtotal kept for reruns and surprises (seed 002: at least 20%)."),
-    ("Memo line", "A figure shown for comparison, not added to the total (e.g. the pure-training rental)."),
-    ("Check, warning", "A check is 0 when fine and 1 when not; any failing check makes the plan not "
-                       "approvable. A warning flags an implausible figure but does not block."),
-    ("Input, generated value", "Blue on yellow cells are assumptions you may edit; grey values in column G of "
-                               "Inputs record what the layout search saw when the workbook was generated."),
-)
+# The Glossary's terms in order: workbook.glossary.terms.<id>.term and .meaning.
+GLOSSARY = ("gpu", "gpu_hour", "node", "hbm", "flop", "parameters", "tokens", "mfu", "hfu", "tp", "pp", "dp",
+            "zero", "sp", "recomputation", "micro_batch", "bubble", "layout_efficiency", "goodput", "checkpoint",
+            "young_daly", "mtbi", "buffer", "memo_line", "check_warning", "input_generated")
 
 
 def _num(x: float) -> str:
