@@ -8,7 +8,7 @@ import pytest
 
 from budget.decision import recommended
 from budget.report import render_html, render_markdown
-from support import SCENARIOS, plan_of, raw, require_tool
+from support import SCENARIOS, plan_of, raw, require_tool, with_changes
 from test_report import _chromium
 
 PAPERS = ("A4", "letter")
@@ -97,3 +97,52 @@ def test_spend_by_quarter_sums_the_cashflow_months(seed_h100):
     assert [x["label"] for x in q][:3] == ["2027 Q1", "2027 Q2", "2027 Q3"]
     assert sum(x["value"] for x in q) == pytest.approx(seed_h100.total_cost, rel=1e-12)
     assert "Spend by quarter: 2027 Q1 " in render_markdown(seed_h100)
+
+
+@pytest.fixture(scope="module")
+def options_plan_zh(catalog):
+    """The options scenario with `language: zh`."""
+    from dataclasses import replace
+
+    from budget.options import build_option_plans
+    path = SCENARIOS / "gpt3-175b-options.yaml"
+    plans = build_option_plans(with_changes(raw(path), {"language": "zh"}), catalog, path=path)
+    return replace(plans[0][1], options=tuple(plans[1:]))
+
+
+@pytest.mark.parametrize("paper", PAPERS)
+def test_the_chinese_decision_page_prints_on_one_page(tmp_path, options_plan_zh, paper):
+    html = render_html(options_plan_zh).replace("@page { margin: 14mm; }",
+                                                f"@page {{ size: {paper}; margin: 14mm; }}")
+    page = tmp_path / "report.html"
+    page.write_text(html, encoding="utf-8")
+    pdf = tmp_path / "report.pdf"
+    proc = _chromium(tmp_path, "--no-pdf-header-footer", f"--print-to-pdf={pdf}", page.as_uri())
+    assert pdf.is_file(), proc.stderr[-2000:]
+    pages = _pages_text(pdf)
+    first = pages[0]
+    for words in ("提请决策事项", "总计的区间", "按季度支出", "主要风险", "关键假设", "批准人", "场景版本"):
+        assert words in first, words
+    assert "概览" not in first
+    assert "概览" in "".join(pages[1:3])
+    assert 2 <= len(pages) - (pages[-1].strip() == "") <= 7
+
+
+def test_the_chinese_decision_page_says_the_same_in_chinese(options_plan_zh):
+    """The ask, the recommendation, the options, the range, the quarters and the risks in Chinese,
+    with the same figures as the English page."""
+    text = render_markdown(options_plan_zh)
+    head = text[:text.index("## 状态：")]
+    assert head.index("## 提请决策事项") < head.index("**基准计划：不可审批（1 项校验未通过）**")
+    assert ("批准 5,466,340 USD（含 20% 预留金；P50 6,059,245 USD，P90 8,157,710 USD），用于训练 "
+            "GPT-3 175B on 512 H100 (seed 002 worked example)，采用方案 512 H100, layout left to the search："
+            "512 × NVIDIA H100 80GB SXM5，2027年1月4日开始，2027年9月23日结束。") in head
+    assert " · 推荐：**512 H100, layout left to the search**（所有校验均通过的方案中成本最低者）" in head
+    assert "| 方案 | 加速卡 | 训练天数 | 项目结束 | 总计 | 校验 |" in head
+    assert "| 2027年9月23日 | 5,466,340 USD | 1 项未通过 |" in head and "| 通过 |" in head
+    assert "（点估计 5,466,340 USD）；项目结束日期 P90 2027年11月23日。" in head
+    assert "按季度支出：2027年第1季度 " in head
+    assert "- GPU 租赁价格：取低值时 −763,251 USD，取高值时 +1,780,919 USD" in head
+    assert "- 校验未通过：" in head and "| 编制人 | 审核人 | 批准人 | 日期 |" in head
+    for english in ("Approve", "Recommended", "Top risks", "at its low value", "Prepared by"):
+        assert english not in head, english

@@ -21,7 +21,8 @@ MODEL_AREA = "model.yaml"     # the model's catalog file: its ids are built from
 NOT_TEXT = "# i18n: not text"  # marks a line whose literals are identifiers, codes or formats
 # Modules whose every literal is checked (the rest are moving into the catalogs).
 CHECKED_MODULES = ("model.py", "i18n.py", "lineitems.py", "formula.py", "recalc.py", "grid.py",
-                   "reproducible.py", "plan.py", "layout.py", "bind.py")
+                   "reproducible.py", "plan.py", "layout.py", "bind.py", "report.py", "decision.py",
+                   "package.py")
 # Mermaid's own syntax in the Gantt chart source.
 TEMPLATE_WORDS_ALLOWED = {"mermaid", "gantt", "title", "dateFormat", "axisFormat", "section", "YYYY", "MM", "DD"}
 

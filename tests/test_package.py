@@ -273,3 +273,61 @@ def test_trainbudget_package_entry_point_help():
         pytest.skip("the trainbudget script is not installed")
     proc = subprocess.run([exe, "package", "--help"], capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0 and "SHA256SUMS" in proc.stdout
+
+
+# --- the package in Chinese ---------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def package_zh(tmp_path_factory):
+    outdir = tmp_path_factory.mktemp("package-zh")
+    proc = subprocess.run([sys.executable, str(ROOT / "generate.py"), "package", *map(str, SCENARIO_FILES),
+                           "--lang", "zh", "-o", str(outdir)], capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr
+    return outdir, proc.stdout
+
+
+def test_the_chinese_package_index_and_summary(package_zh):
+    """--lang zh: the index declares zh-CN and is Chinese (dates 2027年9月23日, kept on one line in
+    their column), and so are the command's summary lines."""
+    from budget.report import keep_together
+    outdir, stdout = package_zh
+    page = (outdir / "index.html").read_text(encoding="utf-8")
+    assert page.startswith('<!DOCTYPE html>\n<html lang="zh-CN">')
+    assert "<h1>训练预算审批材料包</h1>" in page and "<h2>场景概览</h2>" in page
+    assert f"<td>{keep_together('2027年9月23日')}</td>" in page
+    text = " ".join(" ".join(_index(outdir).text).split())
+    assert "项目 2027年1月4日至2027年9月23日" in text and "总计 5,466,340 USD" in text
+    for english in ("Scenarios at a glance", "training days", "failing", "Files:"):
+        assert english not in page, english
+    assert ("gpt3-175b-options：512 x NVIDIA H100 80GB SXM5，训练 158.2 天，总计 5,466,340 USD，校验未通过"
+            in stdout)
+    assert "已将 11 个文件写入" in stdout
+    assert subprocess.run(["sha256sum", "-c", "SHA256SUMS"], cwd=outdir, capture_output=True,
+                          timeout=60).returncode == 0
+
+
+def test_chinese_plan_json_is_the_same_data_with_chinese_labels(package_dir, package_zh):
+    """plan.json is data: the same keys and values in every language, only its labels and
+    sentences follow the language; it validates against the same schema."""
+    outdir, _ = package_zh
+    schema = json.loads((outdir / "plan.schema.json").read_text(encoding="utf-8"))
+    assert (outdir / "plan.schema.json").read_bytes() == (package_dir / "plan.schema.json").read_bytes()
+    for stem in STEMS:
+        en, zh = _plan(package_dir, stem), _plan(outdir, stem)
+        jsonschema.validate(zh, schema)
+        assert zh["headline"] == en["headline"] and zh["options"] == en["options"]
+        assert {k: v["value"] for k, v in zh["outputs"].items()} == {k: v["value"] for k, v in en["outputs"].items()}
+        assert [(c["name"], c["status"]) for c in zh["checks"]] == [(c["name"], c["status"]) for c in en["checks"]]
+        assert zh["outputs"]["total_cost"]["label"] != en["outputs"]["total_cost"]["label"]
+
+
+def test_the_package_command_speaks_chinese(tmp_path, capsys):
+    from budget.package import parser
+    assert "生成审批材料包" in parser("zh").format_help()
+    with pytest.raises(SystemExit):
+        main(["package", "--lang", "zh", "--help"])
+    assert "生成审批材料包" in capsys.readouterr().out
+    index = tmp_path / "index.yaml"
+    index.write_text(SEED_A100.read_text(encoding="utf-8"), encoding="utf-8")
+    assert main(["package", str(index), "--lang", "zh", "-o", str(tmp_path / "out")]) == 2
+    assert "与材料包的索引页重名" in capsys.readouterr().err
