@@ -450,3 +450,25 @@ def test_month_totals_are_the_sheets_months(books):
         assert [s for s, _ in totals] == firsts
         for (_, want), have in zip(totals, _named(got, names, "cashflow_month_total")):
             assert relative_difference(have, want) <= TOLERANCE
+
+
+def test_the_chinese_cashflow_sheet(catalog):
+    """In a zh book the Cashflow sheet's headings, line labels and live notes come from the zh
+    catalog; the fiscal-year names and the fiscal-year note stay formulas."""
+    from budget import i18n
+
+    plan = plan_of(_seed_with({"language": "zh", "schedule.fiscal_year_start_month": 4}), catalog, "zh")
+    result = write_workbook(plan)
+    ws = openpyxl.load_workbook(io.BytesIO(result.data))["Cashflow"]
+    zh = lambda key, **kw: i18n.fmt(key, "zh", **kw) if kw else i18n.text(key, "zh")  # noqa: E731
+    assert ws["A1"].value == zh("workbook.sheets.cashflow")
+    assert ws["A4"].value == zh("workbook.cashflow.columns.month")
+    labels = {c.value for c in ws["A"] if isinstance(c.value, str)}
+    for name in COST_LINES:
+        assert zh(f"workbook.cashflow.lines.{name}") in labels, name
+    assert re.search(r"[\u4e00-\u9fff]", zh("workbook.cashflow.lines.total"))
+    shown = {v for k, v in result.expected.items() if k.startswith("Cashflow!A") and isinstance(v, str)}
+    assert zh("workbook.cashflow.notes.fiscal_years", month=4) in shown
+    assert zh("workbook.cashflow.years.fiscal_year_name", year=2027) in shown
+    fiscal = next(c for c in ws["A"] if isinstance(c.value, str) and c.value.startswith("=IF(fiscal_year_start_month=1"))
+    assert "fiscal_year_start_month" in fiscal.value.split(",", 2)[2]      # the month stays live

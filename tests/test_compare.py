@@ -204,3 +204,24 @@ def test_the_options_example_regenerates_seed_002s_comparison(tmp_path, catalog)
     by_count = {(g, d) for (_, g), d in table.items()}
     assert {(512, 158.2), (256, 316.5), (1024, 79.1), (1024, 254.3)} <= by_count, table
     assert len(table) == 5       # the base and four options
+
+
+def test_the_chinese_compare_sheet(catalog):
+    """A zh book's Compare sheet: Chinese headings, the recommendation's label and rule, and the
+    option names as the scenario gives them."""
+    from budget import i18n
+    from budget.options import build_option_plans
+    from support import SCENARIOS
+
+    data = with_changes(raw(SCENARIOS / "gpt3-175b-options.yaml"), {"language": "zh"})
+    plans = build_option_plans(data, catalog, path="gpt3-175b-options.yaml", scenario_id="gpt3-175b-options")
+    plan = dataclasses.replace(plans[0][1], options=tuple(plans[1:]))
+    result = write_workbook(plan)
+    ws = openpyxl.load_workbook(io.BytesIO(result.data))["Compare"]
+    zh = lambda key: i18n.text(key, "zh")  # noqa: E731
+    assert ws["A1"].value == zh("workbook.compare.title")
+    assert ws["A4"].value == zh("workbook.compare.columns.option")
+    assert [ws.cell(4, c).value for c in range(4, 4 + len(plans))] == [t for t, _ in plans]
+    column_a = {c.value for c in ws["A"] if isinstance(c.value, str)}
+    assert {zh("workbook.compare.recommended"), zh("workbook.compare.rule"), zh("workbook.compare.p90")} <= column_a
+    assert ws._charts[0].title is not None

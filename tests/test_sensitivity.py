@@ -136,3 +136,23 @@ def test_range_names_are_in_the_book(recalculated):
     p10, p50, p90 = (plain[result.names[n]] for n in ("total_cost_p10", "total_cost_p50", "total_cost_p90"))
     assert p10 <= p50 <= p90
     assert plain[result.names["total_cost"]] > p10
+
+
+def test_the_chinese_sensitivity_sheet(catalog):
+    """A zh book names the uncertain inputs, the what-if columns and the range rows in Chinese;
+    the tornado's live INDEX shows the Chinese labels."""
+    from budget import i18n
+    from support import SEED_H100, with_changes
+
+    plan = plan_of(with_changes(raw(SEED_H100), {"language": "zh"}), catalog, "zh")
+    result = write_workbook(plan)
+    ws = openpyxl.load_workbook(io.BytesIO(result.data))["Sensitivity"]
+    labels = [i18n.text(f"uncertain.{key}.label", "zh") for key in UNCERTAIN]
+    assert ws["A1"].value == i18n.text("workbook.sensitivity.title", "zh")
+    assert ws["A4"].value == i18n.text("workbook.sensitivity.columns.input", "zh")
+    assert [ws.cell(5 + k, 1).value for k in range(len(labels))] == labels
+    titles = {c.value for row in ws.iter_rows() for c in row if isinstance(c.value, str)}
+    assert i18n.fmt("workbook.sensitivity.case.low", "zh", input=labels[0]) in titles
+    assert i18n.text("workbook.sensitivity.range.total_cost_p90", "zh") in titles
+    tornado = {v for k, v in result.expected.items() if isinstance(v, str) and k.startswith("Sensitivity!A")}
+    assert set(labels) <= tornado

@@ -310,3 +310,126 @@ def test_layout_candidates_are_columns(seed_a100):
     total = next(c.row for c in ws["A"] if isinstance(c.value, str) and c.value.startswith('="Total cost ('))
     for n, values in enumerate(seed_a100.candidate_values):
         assert result.expected[f"Layout candidates!{ws.cell(total, 2 + n).coordinate}"] == values["total_cost"]
+
+
+# --- the Chinese book (issue 11) ------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def zh_book(catalog):
+    from support import SEED_H100, plan_of, raw, with_changes
+    plan = plan_of(with_changes(raw(SEED_H100), {"language": "zh"}), catalog, "gpt3-175b-h100")
+    result = write_workbook(plan)
+    return plan, result, openpyxl.load_workbook(io.BytesIO(result.data))
+
+
+CJK = re.compile(r"[\u4e00-\u9fff]")
+
+
+def _zh(key, **figures):
+    from budget import i18n
+    return i18n.fmt(key, "zh", **figures) if figures else i18n.text(key, "zh")
+
+
+def test_the_chinese_book_keeps_the_tab_names_and_writes_its_headings_in_chinese(zh_book, book):
+    plan, result, wb = zh_book
+    assert plan.lang == "zh"
+    assert wb.sheetnames == book[1].sheetnames          # tab names are identifiers
+    assert wb["Inputs"]["A1"].value == _zh("workbook.inputs.title")
+    assert [wb["Inputs"].cell(4, c).value for c in range(1, 4)] == \
+        [_zh("workbook.inputs.columns.assumption"), _zh("workbook.columns.value"), _zh("workbook.columns.unit")]
+    assert wb["Memory"]["A1"].value == _zh("workbook.sheets.memory")
+    assert wb["Memory"]["A2"].value == _zh("workbook.subtitles.memory")
+    assert wb["Checks"]["E4"].value == _zh("workbook.columns.fix")
+    for text in (wb["Inputs"]["A1"].value, wb["Memory"]["A1"].value, wb["Checks"]["E4"].value):
+        assert CJK.search(text), text
+    footer = _zh("workbook.print.footer", sheet=_zh("workbook.sheets.memory"), page="&P", pages="&N")
+    assert wb["Memory"].oddFooter.center.text == footer
+    assert wb.properties.subject == _zh("workbook.properties.subject")
+
+
+def test_the_chinese_summary_speaks_chinese_live(zh_book):
+    plan, result, wb = zh_book
+    ws = wb["Summary"]
+    assert result.expected["Summary!A5"] == _zh("workbook.summary.status.fail.one", count=1)
+    assert ws["A6"].value == _zh("workbook.summary.checks_failing")
+    verdict = _zh("workbook.summary.memory.words", needed="89.1", usable="72",
+                  verdict=_zh("workbook.summary.memory.does_not_fit"))
+    assert verdict in result.expected.values()
+    memory = next(c for c in ws["B"] if isinstance(c.value, str) and "check_memory_fits" in c.value)
+    assert memory.data_type == "f" and result.expected[f"Summary!{memory.coordinate}"] == verdict
+    assert _zh("workbook.summary.warnings.some.other", count=2) in result.expected.values()
+    for key in ("blocks.answer", "blocks.cost", "labels.gpu_count"):
+        _row_of(wb, "Summary", _zh(f"workbook.summary.{key}"))
+    memo = _row_of(wb, "Summary", _zh("workbook.memo_heading"))
+    assert ws.cell(memo + 1, 1).value == plan.model.items["rental_cost"].label
+    failing = [v for k, v in result.expected.items() if k.startswith("Summary!A") and isinstance(v, str)
+               and v == plan.model.items["check_memory_fits"].sentence(plan.values)]
+    assert len(failing) == 1 and CJK.search(failing[0])
+
+
+def test_the_chinese_inputs_show_chinese_units_messages_and_labels(zh_book):
+    plan, result, wb = zh_book
+    ws = wb["Inputs"]
+    row = int(result.names["price_per_gpu_hour"].split("!B")[1])
+    assert ws.cell(row, 1).value == plan.model.inputs["price_per_gpu_hour"].label
+    assert CJK.search(ws.cell(row, 1).value)
+    assert ws.cell(row, 3).value == '=price_currency&"/GPU 小时"'
+    assert result.expected[f"Inputs!C{row}"] == _zh("units.currency/GPU-hour").replace("currency", "USD")
+    days = int(result.names["deadline_days"].split("!B")[1])
+    assert ws.cell(days, 3).value == _zh("units.days") == "天"
+    validations = {str(dv.sqref): dv for dv in ws.data_validations.dataValidation}
+    count = validations[result.names["gpu_count"].split("!")[1]]
+    label = plan.model.inputs["gpu_count"].label
+    assert count.error.startswith(f"“{label}”") and CJK.search(count.error)
+    assert count.prompt.startswith(_zh("workbook.validation.prompt_unit", unit=_zh("units.GPUs")))
+
+
+def test_the_chinese_glossary_and_change_log(zh_book):
+    from budget.workbook import GLOSSARY
+    _, _, wb = zh_book
+    ws = wb["Glossary"]
+    assert ws["A1"].value == _zh("workbook.sheets.glossary")
+    terms = [ws.cell(r, 1).value for r in range(5, 5 + len(GLOSSARY))]
+    assert terms == [_zh(f"workbook.glossary.terms.{t}.term") for t in GLOSSARY]
+    meanings = [ws.cell(r, 2).value for r in range(5, 5 + len(GLOSSARY))]
+    assert all(CJK.search(m) for m in meanings)
+    assert wb["Change log"]["D4"].value == _zh("workbook.change_log.columns.change")
+    assert wb["Change log"]["D5"].value == _zh("workbook.change_log.generated", scenario="gpt3-175b-h100")
+
+
+def test_no_english_workbook_text_is_left_in_the_chinese_book(zh_book):
+    """Every sentence of the English workbook catalog that Chinese says otherwise is absent from
+    the Chinese book, as a cell's text or as the text a formula shows."""
+    from budget import i18n
+    _, result, wb = zh_book
+    en, zh = i18n.catalog("en"), i18n.catalog("zh")
+    english = {v for k, v in en.items() if k.startswith("workbook.") and " " in v and "{" not in v
+               and v != zh[k]}
+    shown = {c.value for ws in wb.worksheets for row in ws.iter_rows() for c in row if isinstance(c.value, str)}
+    shown |= {v for v in result.expected.values() if isinstance(v, str)}
+    assert not english & shown, sorted(english & shown)[:5]
+
+
+def test_the_chinese_book_has_the_english_names_formulas_and_formats(zh_book, book):
+    """Only text differs: the same defined names, and every formula that computes a number is
+    the English book's, with its number format."""
+    _, zh_result, zh_wb = zh_book
+    en_result, en_wb = book
+    assert zh_result.names == en_result.names
+    for ref, value in en_result.expected.items():
+        if isinstance(value, str):
+            continue
+        sheet, coord = ref.split("!")
+        en_cell, zh_cell = en_wb[sheet][coord], zh_wb[sheet][coord]
+        assert (zh_cell.value, zh_cell.number_format) == (en_cell.value, en_cell.number_format), ref
+
+
+def test_widths_count_cjk_characters_twice(zh_book):
+    from budget.workbook import display_width
+    assert display_width("GPU 小时") == 8 and display_width("Total (USD)") == 11
+    assert display_width("预留金（buffer）") == 6 + 2 + 6 + 2
+    _, _, wb = zh_book
+    ws = wb["Cashflow"]       # a long Chinese label in column A wraps and its row grows
+    label = _zh("workbook.cashflow.periods.reserved_term")
+    cell = next(c for c in ws["A"] if c.value == label)
+    assert cell.alignment.wrap_text and (ws.row_dimensions[cell.row].height or 15) >= 30
