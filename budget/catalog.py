@@ -13,7 +13,7 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from .errors import CatalogError, Problem, load_yaml, problems_from_validation, rule_error
+from .errors import CatalogError, Msg, Problem, load_yaml, problems_from_validation, rule_error
 
 
 def data_dir(name: str) -> Path:
@@ -22,7 +22,7 @@ def data_dir(name: str) -> Path:
     for candidate in (here / name, here.parent / name):
         if candidate.is_dir():
             return candidate
-    raise FileNotFoundError(f"bundled folder {name!r} not found next to {here}")
+    raise FileNotFoundError(f"bundled folder {name!r} not found next to {here}")  # i18n: not text
 
 
 class _Strict(BaseModel):
@@ -61,12 +61,13 @@ class Accelerator(_Strict):
             if getattr(self, field) is None:
                 continue
             if getattr(self, field).value <= 0:
-                raise rule_error(f"{field} must be positive", f"correct {field}.value")
+                raise rule_error(Msg("errors.catalog.positive.message", field=field),
+                                 Msg("errors.types.other.fix", field=f"{field}.value"))
         if not 0 < self.typical_mfu.value <= 1:
-            raise rule_error("typical_mfu must be a fraction in (0, 1]",
-                             "write it as a fraction, e.g. 0.43")
+            raise rule_error(Msg("errors.catalog.mfu_fraction.message"), Msg("errors.catalog.mfu_fraction.fix"))
         if not float(self.gpus_per_node.value).is_integer():
-            raise rule_error("gpus_per_node must be a whole number", "correct gpus_per_node")
+            raise rule_error(Msg("errors.catalog.whole_gpus.message"),
+                             Msg("errors.types.other.fix", field="gpus_per_node"))
         return self
 
 
@@ -105,8 +106,7 @@ class RentalPrice(_Strict):
     @model_validator(mode="after")
     def _term_for_reserved(self):
         if (self.tier == "reserved") != (self.term_months is not None):
-            raise rule_error("term_months goes with tier: reserved, and only with it",
-                             "give a reserved price its term (12 or 36 months)", "term_months")
+            raise rule_error(Msg("errors.catalog.term.message"), Msg("errors.catalog.term.fix"), "term_months")
         return self
 
 
@@ -154,17 +154,18 @@ class _PriceFile(_Strict):
             ids = [row.id for row in getattr(self, section)]
             for i, key in enumerate(ids):
                 if key in ids[:i]:
-                    raise rule_error(f"id {key!r} appears twice", "give each id once", f"{section}[{i}].id")
+                    raise rule_error(Msg("errors.catalog.id_twice.message", id=repr(key)),
+                                     Msg("errors.id_twice.fix"), f"{section}[{i}].id")
         if self.energy.default_grid not in {g.id for g in self.grid_intensity}:
-            raise rule_error("default_grid names no grid_intensity row", "use a grid_intensity id",
+            raise rule_error(Msg("errors.catalog.default_grid.message"), Msg("errors.catalog.default_grid.fix"),
                              "energy.default_grid")
         for path, fig in _figures(self):
             if fig.as_of is None:
-                raise rule_error("every catalog figure needs an as_of date", "add as_of: YYYY-MM-DD",
+                raise rule_error(Msg("errors.catalog.as_of.message"), Msg("errors.catalog.as_of.fix"),
                                  f"{path}.as_of")
             if fig.source not in self.sources:
-                raise rule_error(f"source {fig.source!r} is not listed under sources",
-                                 "add it to sources with a full citation", f"{path}.source")
+                raise rule_error(Msg("errors.catalog.source.message", source=repr(fig.source)),
+                                 Msg("errors.catalog.source.fix"), f"{path}.source")
         return self
 
 
@@ -234,21 +235,21 @@ class _AcceleratorFile(_Strict):
         seen = set()
         for i, acc in enumerate(self.accelerators):
             if acc.id in seen:
-                raise rule_error(f"accelerator id {acc.id!r} appears twice", "give each id once",
-                                 f"accelerators[{i}].id")
+                raise rule_error(Msg("errors.catalog.accelerator_twice.message", id=repr(acc.id)),
+                                 Msg("errors.id_twice.fix"), f"accelerators[{i}].id")
             seen.add(acc.id)
             for field in FIGURES:
                 if getattr(acc, field) is None:
-                    raise rule_error(f"{field} is missing", f"add {field}: {{value, source, as_of}}",
+                    raise rule_error(Msg("errors.catalog.figure_missing.message", field=field),
+                                     Msg("errors.catalog.figure_missing.fix", field=field),
                                      f"accelerators[{i}].{field}")
                 if getattr(acc, field).as_of is None:
-                    raise rule_error("every catalog figure needs an as_of date", "add as_of: YYYY-MM-DD",
+                    raise rule_error(Msg("errors.catalog.as_of.message"), Msg("errors.catalog.as_of.fix"),
                                      f"accelerators[{i}].{field}.as_of")
                 key = getattr(acc, field).source
                 if key not in self.sources:
-                    raise rule_error(f"source {key!r} is not listed under sources",
-                                     "add it to sources with a full citation",
-                                     f"accelerators[{i}].{field}.source")
+                    raise rule_error(Msg("errors.catalog.source.message", source=repr(key)),
+                                     Msg("errors.catalog.source.fix"), f"accelerators[{i}].{field}.source")
         return self
 
 
@@ -317,16 +318,17 @@ def load_catalog(folder: Path | None = None) -> Catalog:
     accs = _validated(folder / "accelerators.yaml", _AcceleratorFile)
     models = _validated(folder / "models.yaml", _ModelFile)
     if len({m.id for m in models.models}) != len(models.models):
-        raise CatalogError(folder / "models.yaml",
-                           [Problem("models", "a model id appears twice", "give each id once")])
+        raise CatalogError(folder / "models.yaml", [Problem("models", Msg("errors.catalog.model_twice.message"),
+                                                            Msg("errors.id_twice.fix"))])
     prices = _validated(folder / "prices.yaml", _PriceFile)
     acc_ids = {a.id for a in accs.accelerators}
     for section in ("rental", "purchase"):
         for i, row in enumerate(getattr(prices, section)):
             if row.accelerator not in acc_ids:
                 raise CatalogError(folder / "prices.yaml", [Problem(
-                    f"{section}[{i}].accelerator", f"names no accelerator: {row.accelerator!r}",
-                    "use an id from catalogs/accelerators.yaml")])
+                    f"{section}[{i}].accelerator",
+                    Msg("errors.catalog.no_accelerator.message", id=repr(row.accelerator)),
+                    Msg("errors.catalog.no_accelerator.fix"))])
     price_catalog = PriceCatalog(tuple(prices.rental), tuple(prices.purchase), tuple(prices.grid_intensity),
                                  prices.energy, prices.ownership, dict(prices.fx_rates), dict(prices.sources))
     return Catalog(tuple(accs.accelerators), dict(accs.sources), tuple(models.models), price_catalog)

@@ -14,6 +14,10 @@ Everything is validated and rendered in memory first; files are written only whe
 scenario is good, as one set by budget/output.py (staged, locked, recorded in a manifest, and
 never over a file a reviewer changed unless --force), so bad input never leaves a half-written
 output behind.
+
+Every message is printed in the run's language: --lang when given; else, for a message about a
+scenario (or a workbook), the language it names (`language:`) when it can be read; else English.
+The help texts follow a --lang found on the command line.
 """
 
 from __future__ import annotations
@@ -26,7 +30,8 @@ from pathlib import Path
 
 from . import __version__
 from .catalog import data_dir, load_catalog
-from .errors import InputError, Problem, ScenarioError
+from .errors import InputError, Msg, Problem, ScenarioError, located, text_in
+from .i18n import DEFAULT_LANG, fmt
 from .output import Interrupted, Output, OutputError, write_outputs
 from .plan import Plan, build_plan
 from .scenario import character_problem, load_scenario
@@ -37,32 +42,47 @@ EXIT_OK, EXIT_FAILURE, EXIT_BAD_INPUT = 0, 1, 2
 BUNDLED_EXAMPLE = "gpt3-175b-h100.yaml"
 
 
-def parser() -> argparse.ArgumentParser:
+def requested_lang(argv: list[str]) -> str:
+    """The language a --lang on the command line asks for (before parsing, for the help texts);
+    English when there is none or it names no catalog."""
+    from .i18n import languages
+    for i, arg in enumerate(argv):
+        if arg == "--lang" and i + 1 < len(argv):
+            value = argv[i + 1]
+        elif arg.startswith("--lang="):
+            value = arg.partition("=")[2]
+        else:
+            continue
+        return value if value in languages() else DEFAULT_LANG
+    return DEFAULT_LANG
+
+
+def _help(key: str, lang: str, **figures) -> str:
+    """A help text for argparse, which %-formats it."""
+    return fmt(key, lang, **figures).replace("%", "%%")
+
+
+def parser(lang: str = DEFAULT_LANG) -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="trainbudget",
-        description="Plan an LLM training run: accelerators, duration and cost. Writes, for each "
-                    "scenario, an .xlsx workbook of live formulas and a timeline report (.md, .html).",
-        epilog="Bad input exits with status 2 and writes nothing. 'trainbudget import BOOK.xlsx "
-               "-o SCENARIO.yaml' brings a reviewer's edits back into a scenario.")
+        description=_help("cli.args.description", lang),
+        epilog=_help("cli.args.epilog", lang))
     p.add_argument("scenarios", nargs="*", type=Path, metavar="SCENARIO.yaml",
-                   help=f"scenario files (default: the bundled example {BUNDLED_EXAMPLE})")
+                   help=_help("cli.args.scenarios", lang, example=BUNDLED_EXAMPLE))
     p.add_argument("-o", "--output-dir", type=Path, default=Path("out"), metavar="DIR",
-                   help="where to write the outputs (default: out)")
-    p.add_argument("-q", "--quiet", action="store_true", help="print only errors and warnings")
-    p.add_argument("-f", "--force", action="store_true",
-                   help="overwrite outputs that were changed since trainbudget wrote them, or "
-                        "that it did not write (without it such files are left alone and the "
-                        "run exits 2)")
-    add_lang_argument(p)
-    p.add_argument("--version", action="version", version=f"trainbudget {__version__}")
+                   help=_help("cli.args.output_dir", lang))
+    p.add_argument("-q", "--quiet", action="store_true", help=_help("cli.args.quiet", lang))
+    p.add_argument("-f", "--force", action="store_true", help=_help("cli.args.force", lang))
+    add_lang_argument(p, lang)
+    p.add_argument("--version", action="version", version=f"trainbudget {__version__}")  # i18n: not text
     return p
 
 
-def add_lang_argument(p: argparse.ArgumentParser) -> None:
+def add_lang_argument(p: argparse.ArgumentParser, lang: str = DEFAULT_LANG,
+                      help_key: str = "cli.args.lang") -> None:
     from .i18n import languages
     p.add_argument("--lang", choices=languages(), default=None, metavar="LANG",
-                   help="language of the workbook, the reports and the messages: "
-                        f"{', '.join(languages())} (default: the scenario's language, else en)")
+                   help=_help(help_key, lang, languages=", ".join(languages())))
 
 
 def render(plan: Plan) -> list[Output]:
@@ -77,9 +97,12 @@ def render(plan: Plan) -> list[Output]:
 def plan_file(path: Path, catalog, lang: str | None = None) -> Plan:
     name_problem = character_problem(path.name)
     if name_problem:   # the file name reaches the workbook and the reports
-        raise ScenarioError(path, [Problem("", f"the file name {name_problem[0]}",
-                                           "rename the file: " + name_problem[1])])
-    scenario = load_scenario(path, catalog)
+        raise ScenarioError(path, [Problem("", Msg("errors.file_name.message", problem=name_problem[0]),
+                                           Msg("errors.file_name.fix", fix=name_problem[1]))], lang)
+    try:
+        scenario = load_scenario(path, catalog)
+    except InputError as err:
+        raise type(err)(err.file, err.problems, lang or err.lang) from None
     if lang is not None:     # the command line's --lang wins over the scenario's language
         scenario = scenario.model_copy(update={"language": lang})
     try:
@@ -93,13 +116,14 @@ def plan_file(path: Path, catalog, lang: str | None = None) -> Plan:
             return replace(plans[0][1], options=tuple(plans[1:]))
         return build_plan(scenario, catalog, scenario_id=path.stem, scenario_file=path.name)
     except InputError as err:
-        raise type(err)(path, err.problems) from None
+        raise type(err)(path, err.problems, scenario.language) from None
 
 
-def print_warnings(plan: Plan) -> None:
-    """The plan's failing checks and warnings, one line each, on stderr."""
+def print_warnings(plan: Plan, lang: str | None = None) -> None:
+    """The plan's failing checks and warnings, one line each, on stderr, in the plan's language."""
     for warning in plan.warnings:
-        print(terminal_safe(f"warning: {plan.scenario_id}: {warning}"), file=sys.stderr)
+        print(terminal_safe(fmt("cli.warning", lang or plan.lang, file=plan.scenario_id, warning=warning)),
+              file=sys.stderr)
 
 
 def terminal_safe(text: object) -> str:
@@ -110,74 +134,99 @@ def terminal_safe(text: object) -> str:
                    for ch in str(text))
 
 
-def write_reporting(outdir: Path, outputs, force: bool, what: str):
+def write_reporting(outdir: Path, outputs, force: bool, what, lang: str | None = None):
     """Write a run's files (budget/output.py); the result, or the exit status after printing why
-    nothing (or everything, before a signal) was written. `what` names the set in messages."""
+    nothing (or everything, before a signal) was written. `what` names the set in messages (a
+    Msg, or text in `lang`)."""
+    lang = lang or DEFAULT_LANG
     try:
         result = write_outputs(outdir, outputs, force=force, version=__version__)
     except OutputError as err:
         for one in err.each():
-            _print_error(one)
+            _print_error(one, lang)
         return EXIT_BAD_INPUT
     except Interrupted as stop:
         name = signal.Signals(stop.signum).name
         if stop.written:
-            print(terminal_safe(f"warning: {outdir}: {name} received; {what} written completely first"),
-                  file=sys.stderr)
+            print(terminal_safe(fmt("cli.interrupted.written", lang, folder=outdir, signal=name,
+                                    what=text_in(what, lang))), file=sys.stderr)
         else:
-            print(terminal_safe(f"error: {outdir}: interrupted by {name}; nothing was written"),
-                  file=sys.stderr)
-            print("  fix: run the command again", file=sys.stderr)
+            _print_error(InputError(outdir, [Problem("", Msg("errors.run.interrupted.message", signal=name),
+                                                     Msg("errors.run.interrupted.fix"))]), lang)
         return 128 + stop.signum
     for path in result.overwritten:
-        print(terminal_safe(f"warning: {path}: overwritten (--force); it differed from what "
-                            "trainbudget wrote"), file=sys.stderr)
+        print(terminal_safe(fmt("cli.overwritten", lang, file=path)), file=sys.stderr)
     return result
 
 
-def _print_error(err: InputError) -> None:
+def _print_error(err: InputError, lang: str | None = None) -> None:
+    """Each problem as an 'error:' line and a '  fix:' line, in `lang`, else in the language of
+    the input the error is about, else in English."""
+    lang = lang or err.lang or DEFAULT_LANG
     for problem in err.problems:
-        where = f"{err.file}: {problem.path}: " if problem.path else f"{err.file}: "
-        print(terminal_safe(f"error: {where}{problem.message}"), file=sys.stderr)
-        print(terminal_safe(f"  fix: {problem.fix}"), file=sys.stderr)
+        print(terminal_safe(located(err.file, problem, lang, at_path="cli.error.at_path",
+                                    at_file="cli.error.at_file")), file=sys.stderr)
+        print(terminal_safe(fmt("cli.error.fix", lang, fix=problem.fix_in(lang))), file=sys.stderr)
 
 
-def import_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
+def import_parser(lang: str = DEFAULT_LANG) -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(  # i18n: not text (the program's name)
         prog="trainbudget import",
-        description="Read a trainbudget workbook — as generated or as a reviewer edited it in "
-                    "Excel or LibreOffice — and write the scenario that reproduces its input cells.",
-        epilog="A cell that holds text where a number belongs, or a value outside its validation, "
-               "exits with status 2 and writes nothing.")
+        description=_help("cli.import.description", lang),
+        epilog=_help("cli.import.epilog", lang))
     p.add_argument("workbook", type=Path, metavar="BOOK.xlsx")
     p.add_argument("-o", "--output", type=Path, metavar="SCENARIO.yaml",
-                   help="where to write the scenario (default: print it)")
+                   help=_help("cli.import.output", lang))
+    add_lang_argument(p, lang, "cli.import.lang")
     return p
 
 
 def import_main(argv: list[str]) -> int:
     from .importer import import_workbook
 
-    args = import_parser().parse_args(argv)
+    args = import_parser(requested_lang(argv)).parse_args(argv)
     try:
-        imported = import_workbook(args.workbook, load_catalog())
+        imported = import_workbook(args.workbook, load_catalog(), args.lang)
     except InputError as err:
-        _print_error(err)
+        _print_error(err, args.lang)
         return EXIT_BAD_INPUT
+    lang = args.lang or imported.lang
     for warning in imported.warnings:
-        print(terminal_safe(f"warning: {args.workbook}: {warning}"), file=sys.stderr)
+        print(terminal_safe(fmt("cli.warning", lang, file=args.workbook, warning=warning)), file=sys.stderr)
     if args.output is None:
-        sys.stdout.write(imported.text)
+        _write_file_text(imported.text)
         return EXIT_OK
     try:
         write_text_atomically(args.output, imported.text)
     except OSError as err:
-        print(terminal_safe(f"error: {args.output}: cannot write the scenario ({err.strerror or err})"),
-              file=sys.stderr)
-        print("  fix: choose a writable path with -o", file=sys.stderr)
+        _print_error(InputError(args.output, [Problem(
+            "", Msg("errors.import.write.message", reason=err.strerror or str(err)),
+            Msg("errors.import.write.fix"))]), lang)
         return EXIT_BAD_INPUT
-    print(f"  wrote {args.output}")
+    print(fmt("cli.wrote", lang, file=args.output))
     return EXIT_OK
+
+
+def _write_file_text(text: str) -> None:
+    """A file's text on stdout as the file holds it, UTF-8, whatever the terminal's encoding."""
+    buffer = getattr(sys.stdout, "buffer", None)
+    if buffer is None:
+        sys.stdout.write(text)
+        return
+    sys.stdout.flush()
+    buffer.write(text.encode("utf-8"))
+    buffer.flush()
+
+
+def _messages_never_fail() -> None:
+    """A message the terminal's encoding cannot show (Chinese under a Latin-1 locale) is
+    written with escapes rather than stopping the run (stderr does so already)."""
+    reconfigure = getattr(sys.stdout, "reconfigure", None)
+    if callable(reconfigure) and (sys.stdout.encoding or "").lower().replace("-", "") != "utf8":
+        try:
+            reconfigure(errors="backslashreplace")
+        except (ValueError, OSError):
+            pass
 
 
 def write_text_atomically(path: Path, text: str) -> None:
@@ -198,29 +247,30 @@ def write_text_atomically(path: Path, text: str) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
+    _messages_never_fail()
     # `import` is a command unless a scenario file of that name is meant.
     if argv and argv[0] == "import" and not Path("import").is_file():
         return import_main(argv[1:])
     if argv and argv[0] == "package" and not Path("package").is_file():
         from .package import package_main
         return package_main(argv[1:])
-    args = parser().parse_args(argv)
+    args = parser(requested_lang(argv)).parse_args(argv)
     paths = args.scenarios or [data_dir("scenarios") / BUNDLED_EXAMPLE]
     stems = [p.stem for p in paths]
     duplicates = sorted({s for s in stems if stems.count(s) > 1})
     if duplicates:
         _print_error(ScenarioError(duplicates[0], [Problem(
-            "", "two scenarios share this file name, so their outputs would overwrite each other",
-            "rename one of the files")]))
+            "", Msg("errors.run.same_name.message"), Msg("errors.run.same_name.fix"))]), args.lang)
         return EXIT_BAD_INPUT
     try:
         catalog = load_catalog()
         plans = [plan_file(p, catalog, args.lang) for p in paths]
         outputs = [out for plan in plans for out in render(plan)]
     except InputError as err:
-        _print_error(err)
+        _print_error(err, args.lang)
         return EXIT_BAD_INPUT
-    result = write_reporting(args.output_dir, outputs, args.force, "the outputs were")
+    lang = args.lang or run_language(plans)
+    result = write_reporting(args.output_dir, outputs, args.force, Msg("cli.interrupted.outputs"), lang)
     if isinstance(result, int):
         return result
     written = result.paths
@@ -229,20 +279,32 @@ def main(argv: list[str] | None = None) -> int:
         if not args.quiet:
             print(_headline(plan))
             if plan.layout is not None:
-                print(f"  layout: {plan.layout.explanation}")
+                print(fmt("cli.layout", plan.lang, explanation=plan.layout.explanation))
             for title, option in plan.options:
-                print(terminal_safe(f"  option {title}: " + _headline(option).split(": ", 1)[1]))
+                print(terminal_safe(fmt("cli.option", plan.lang, option=title, summary=_summary(option))))
     if not args.quiet:
         for path in written:
-            print(f"  wrote {path}")
+            print(fmt("cli.wrote", lang, file=path))
     return EXIT_OK
 
 
-def _headline(plan: Plan) -> str:
-    v, cur = plan.values, plan.scenario.prices.currency
-    return (f"{plan.scenario_id}: {plan.gpu_count:,} x {v['accelerator_name']} "
-            f"({v['layout_label']}), {plan.train_days:,.1f} training days, "
-            f"{plan.gpu_hours:,.0f} GPU-hours, total {plan.total_cost:,.0f} {cur}")
+def run_language(plans) -> str:
+    """The language of a run's messages that are about no one scenario (the output folder's):
+    the scenarios' language when they share one, else English."""
+    langs = {plan.lang for plan in plans}
+    return langs.pop() if len(langs) == 1 else DEFAULT_LANG
+
+
+def _summary(plan: Plan, lang: str | None = None) -> str:
+    """GPUs, accelerator, layout, days, GPU-hours and total of one plan, in its language."""
+    v = plan.values
+    return fmt("cli.summary", lang or plan.lang, gpus=plan.gpu_count, accelerator=v["accelerator_name"],
+               layout=v["layout_label"], days=plan.train_days, gpu_hours=plan.gpu_hours,
+               total=plan.total_cost, currency=plan.scenario.prices.currency)
+
+
+def _headline(plan: Plan, lang: str | None = None) -> str:
+    return fmt("cli.headline", lang or plan.lang, scenario=plan.scenario_id, summary=_summary(plan, lang))
 
 
 if __name__ == "__main__":  # pragma: no cover

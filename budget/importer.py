@@ -6,19 +6,27 @@ definition (a number where a number belongs, within the workbook's validation), 
 `Imported` with the scenario text (YAML with comments) and the warnings to show. The scenario is
 `unbind` of the cells, plus the catalog rows that differ from the bundled catalog, and is
 validated like any scenario before it is returned.
+
+Nothing is read by the text a cell shows: cells by their defined names, choices by their ids.
+The workbook's language (its `language` property, else the catalog whose subject line it
+carries) is the scenario's `language`, and the language of the warnings, the errors and the
+comments of the scenario it writes.
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import re
+import string
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import yaml
 
-from .bind import CODECS, excel_serial, unbind
+from .bind import CODECS, _in_sentence, excel_serial, unbind
 from .catalog import FIGURES, Catalog
-from .errors import InputError, Problem
+from .errors import InputError, Msg, Problem
+from .i18n import DEFAULT_LANG, catalog as messages, fmt, languages, text
 from .lineitems import InputDef, Model
 from .model import ACCELERATOR_TABLE, FX_TABLE, SEARCH_INPUTS, build_model
 from .scenario import parse_scenario
@@ -34,7 +42,65 @@ class WorkbookError(InputError):
 class Imported:
     text: str                                   # the scenario, YAML with comments
     data: dict                                  # the same, as data
-    warnings: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)   # in the language asked for, else the book's
+    lang: str = DEFAULT_LANG                    # the workbook's language: the scenario's
+
+
+class _Label:
+    """An input's label inside a message, in the language the message is printed in."""
+
+    def __init__(self, name: str):
+        self.name = name
+
+    def render(self, lang: str = DEFAULT_LANG) -> str:
+        return _in_sentence(build_model(lang).inputs[self.name].label, lang)
+
+
+def _unit(unit: str):
+    """A unit id as the message's language shows it."""
+    return Msg(f"units.{unit}") if f"units.{unit}" in messages(DEFAULT_LANG) else unit
+
+
+def book_language(props) -> str:
+    """The language a workbook was written in: its `language` property (zh, zh-CN), else the
+    language whose catalog wrote its subject line, else English."""
+    known = languages()
+    tag = (props.language or "").replace("_", "-").split("-")[0].lower()
+    if tag in known:
+        return tag
+    for lang in known:
+        if props.subject and props.subject == messages(lang).get("workbook.properties.subject"):
+            return lang
+    return DEFAULT_LANG
+
+
+def _generated_description(props) -> bool:
+    """Whether the description is the one trainbudget wrote (not a scenario's own): it carries
+    the scenario version, or reads as a language's generated description."""
+    description = props.description or ""
+    if props.identifier and props.identifier in description:
+        return True
+    for lang in languages():
+        template = messages(lang).get("workbook.properties.description")
+        if template and _template_pattern(template).fullmatch(description):
+            return True
+    return False
+
+
+def _template_pattern(template: str, **fixed: str) -> re.Pattern:
+    """A catalog template as a pattern: the `fixed` figures as given, the others as any text
+    (a named group each)."""
+    out, seen = [], set()
+    for literal, name, _, _ in string.Formatter().parse(template):
+        out.append(re.escape(literal))
+        if name is None:
+            continue
+        if name in fixed:
+            out.append(re.escape(fixed[name]))
+        else:
+            out.append(f"(?P={name})" if name in seen else f"(?P<{name}>.*?)")
+            seen.add(name)
+    return re.compile("".join(out), re.S)
 
 
 class _Book:
@@ -45,11 +111,13 @@ class _Book:
         try:
             self.wb = openpyxl.load_workbook(path, data_only=False)
         except FileNotFoundError:
-            raise WorkbookError(path, [Problem("", "file not found", "check the path")]) from None
+            raise WorkbookError(path, [Problem("", Msg("errors.file.not_found.message"),
+                                               Msg("errors.file.not_found.fix"))]) from None
         except Exception as exc:   # noqa: BLE001 - any unreadable file is one clear message
-            raise WorkbookError(path, [Problem("", f"not an .xlsx workbook this tool can read ({exc})",
-                                               "give the .xlsx file trainbudget wrote")]) from None
+            raise WorkbookError(path, [Problem("", Msg("importer.errors.unreadable.message", detail=str(exc)),
+                                               Msg("importer.errors.unreadable.fix"))]) from None
         self.path = path
+        self.lang = book_language(self.wb.properties)
 
     def where(self, name: str) -> tuple[str, str] | None:
         dn = self.wb.defined_names.get(name)
@@ -63,8 +131,7 @@ class _Book:
         at = self.where(name)
         if at is None:
             raise WorkbookError(self.path, [Problem(
-                name, "the workbook has no cell by this name (a row was deleted?)",
-                "restore the row from the generated workbook, or regenerate from the scenario")])
+                name, Msg("importer.errors.no_name.message"), Msg("importer.errors.no_name.fix"))], self.lang)
         sheet, ref = at
         ws = self.wb[sheet]
         if ":" not in ref:
@@ -74,37 +141,41 @@ class _Book:
 
 def _cell_value(book: _Book, d: InputDef, where: str, value) -> object:
     """One input cell as the model's value, or a problem naming the cell."""
-    def bad(message: str, fix: str):
-        return WorkbookError(book.path, [Problem(f"{where} ({d.name})", message, fix)])
+    def bad(message: Msg, fix: Msg):
+        return WorkbookError(book.path, [Problem(f"{where} ({d.name})", message, fix)], book.lang)
 
     if isinstance(value, str) and value.startswith("="):
-        raise bad("holds a formula where an input value belongs", "type the value itself")
+        raise bad(Msg("importer.errors.formula.message"), Msg("importer.errors.formula.fix"))
     if value is None or (isinstance(value, str) and not value.strip()):
         if d.optional or d.is_range:
             return None
-        raise bad("is blank", f"type a value for {d.label.lower()}")
+        raise bad(Msg("importer.errors.blank.message"), Msg("importer.errors.blank.fix", label=_Label(d.name)))
     if d.kind in {"choice", "text", "range_text", "generated_text"}:
-        text = str(value).strip()
-        if d.choices and text not in d.choices:
-            raise bad(f"is {text!r}, not one of {', '.join(d.choices)}",
-                      f"choose one of {', '.join(d.choices)}")
-        return text
+        typed = str(value).strip()
+        if d.choices and typed not in d.choices:
+            choices = ", ".join(d.choices)
+            raise bad(Msg("importer.errors.choice.message", value=repr(typed), choices=choices),
+                      Msg("importer.errors.choice.fix", choices=choices))
+        return typed
     if d.kind == "date":
         if isinstance(value, dt.datetime):
             return excel_serial(value.date())
         if isinstance(value, dt.date):
             return excel_serial(value)
     if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise bad(f"holds {value!r} where a number belongs", f"type a number ({d.unit})")
+        raise bad(Msg("importer.errors.not_number.message", value=repr(value)),
+                  Msg("importer.errors.not_number.fix", unit=_unit(d.unit)))
     value = float(value)
     if d.kind == "integer" and not value.is_integer():
-        raise bad(f"is {value:g}, not a whole number", "type a whole number")
+        raise bad(Msg("importer.errors.not_whole.message", value=f"{value:g}"),
+                  Msg("importer.errors.not_whole.fix"))
     low, high = d.minimum, d.maximum
+    outside = Msg("importer.errors.outside.message", value=f"{value:g}")
     if low is not None and (value < low or (d.positive and value <= low)):
-        words = "above" if d.positive else "at least"
-        raise bad(f"is {value:g}, outside its validation", f"type a number {words} {low:g}")
+        raise bad(outside, Msg("importer.errors.outside.fix_above" if d.positive
+                               else "importer.errors.outside.fix_at_least", bound=f"{low:g}"))
     if high is not None and value > high:
-        raise bad(f"is {value:g}, outside its validation", f"type a number at most {high:g}")
+        raise bad(outside, Msg("importer.errors.outside.fix_at_most", bound=f"{high:g}"))
     return value
 
 
@@ -132,8 +203,8 @@ def read_catalog_rows(book: _Book) -> list[dict]:
         if row["id"] in (None, ""):
             if any(row[c] not in (None, "") for c in CATALOG_COLUMNS):
                 raise WorkbookError(book.path, [Problem(
-                    f"{columns['id'][n][0]} (acc_id)", "a catalog row has figures but no id",
-                    "give the row an id (lower-case letters, digits and _)")])
+                    f"{columns['id'][n][0]} (acc_id)", Msg("importer.errors.row_without_id.message"),
+                    Msg("importer.errors.row_without_id.fix"))], book.lang)
             continue
         for c in FIGURES:
             if c == "tdp_w" and row[c] in (None, ""):    # power is optional: energy stays blank
@@ -141,13 +212,13 @@ def read_catalog_rows(book: _Book) -> list[dict]:
                 continue
             if isinstance(row[c], bool) or not isinstance(row[c], (int, float)):
                 raise WorkbookError(book.path, [Problem(
-                    f"{columns[c][n][0]} (acc_{c})", f"holds {row[c]!r} where a number belongs",
-                    "type the figure as a number")])
+                    f"{columns[c][n][0]} (acc_{c})", Msg("importer.errors.not_number.message", value=repr(row[c])),
+                    Msg("importer.errors.figure_not_number.fix"))], book.lang)
         source_cell = columns["id"][n][0].split("!")
         ws = book.wb[source_cell[0]]
         from openpyxl.utils.cell import coordinate_from_string
         col, r = coordinate_from_string(source_cell[1])
-        row["source"] = ws.cell(r, 1 + len(CATALOG_COLUMNS)).value or "added in the workbook"
+        row["source"] = ws.cell(r, 1 + len(CATALOG_COLUMNS)).value or text("importer.added_in_workbook", book.lang)
         rows.append(row)
     return rows
 
@@ -231,18 +302,21 @@ def _changed_since_generation(values: dict, model: Model) -> list[tuple[InputDef
     return out
 
 
-def _shown(d: InputDef, value) -> str:
+def _shown(d: InputDef, value, lang: str = DEFAULT_LANG) -> str:
     if value is None:
-        return "blank"
+        return text("importer.blank", lang)
     if d.codec == "date" and isinstance(value, (int, float)):
         return CODECS["date"].decode(value).isoformat()
     return f"{_plain(value):,}" if isinstance(value, float) else str(value)
 
 
-def import_workbook(path: str | Path, catalog: Catalog) -> Imported:
+def import_workbook(path: str | Path, catalog: Catalog, lang: str | None = None) -> Imported:
+    """The scenario a workbook's input cells make. `lang`: the language of the warnings (the
+    book's when None); the scenario keeps the book's language."""
     path = Path(path)
     book = _Book(path)
-    model = build_model()
+    lang = lang or book.lang
+    model = build_model(book.lang)
     values = read_inputs(book, model)
     data = unbind(model, values)
     # A reviewer who types both wins with the MFU (the workbook uses it first).
@@ -260,8 +334,10 @@ def import_workbook(path: str | Path, catalog: Catalog) -> Imported:
     props = book.wb.properties
     name = (props.title or path.stem).strip() or path.stem
     head = {"name": name}
-    if props.description and not props.description.startswith("Generated by trainbudget"):
+    if props.description and not _generated_description(props):
         head["description"] = props.description
+    if book.lang != DEFAULT_LANG:
+        head["language"] = book.lang
     data = {**head, **data}
     data["sources"] = _sources(book, model)
 
@@ -269,17 +345,23 @@ def import_workbook(path: str | Path, catalog: Catalog) -> Imported:
     searched = values.get("layout_searched") == "yes"
     warnings = []
     if changed and searched:
-        what = "; ".join(f"{d.path}: {_shown(d, gen)} -> {_shown(d, now)}" for d, gen, now in changed)
-        warnings.append(f"the GPU count and layout were chosen by the layout search for other inputs "
-                        f"({what}); remove hardware.gpu_count and the keys under parallelism to let "
-                        "the search choose again")
+        what = "; ".join(f"{d.path}: {_shown(d, gen, lang)} -> {_shown(d, now, lang)}" for d, gen, now in changed)
+        warnings.append(fmt("importer.warnings.search_changed", lang, changes=what))
     try:
         parse_scenario(data, path, catalog)
     except InputError as err:
-        raise WorkbookError(path, [Problem(p.path, p.message, p.fix + " (in the workbook's cell "
-                                           "for this field)") for p in err.problems]) from None
-    text = _yaml(data, changed, searched, path)
-    return Imported(text, data, warnings)
+        raise WorkbookError(path, [Problem(p.at, p.what, Msg("importer.errors.in_cell", fix=p.how), p.renames)
+                                   for p in err.problems], book.lang) from None
+    return Imported(_yaml(data, changed, searched, path, book.lang), data, warnings, book.lang)
+
+
+def _cited(source, path: str, lang: str) -> str | None:
+    """The scenario's own citation of `path` in a Source cell, read by the template that wrote
+    it (plan.bind.scenario_cited, "scenario f: path (x)"); None when the cell holds none."""
+    if not isinstance(source, str):
+        return None
+    match = _template_pattern(text("plan.bind.scenario_cited", lang), path=path).fullmatch(source)
+    return match.group("cited") if match else None
 
 
 def _sources(book: _Book, model: Model) -> dict[str, str]:
@@ -293,29 +375,29 @@ def _sources(book: _Book, model: Model) -> dict[str, str]:
             continue
         sheet, ref = at
         ws = book.wb[sheet]
-        source = ws.cell(ws[ref].row, 4).value
-        if isinstance(source, str) and source.startswith("scenario ") and source.endswith(")") \
-                and f": {d.path} (" in source:
-            out[d.path] = source.split(f": {d.path} (", 1)[1][:-1]
+        cited = _cited(ws.cell(ws[ref].row, 4).value, d.path, book.lang)
+        if cited is not None:
+            out[d.path] = cited
     first_role = book.cells("staff_role")[0][0].split("!")
     ws = book.wb[first_role[0]]
     cell = ws[first_role[1]]
-    source = ws.cell(cell.row, cell.column + 4).value
-    if isinstance(source, str) and source.startswith("scenario ") and ": staffing (" in source:
-        out["staffing"] = source.split(": staffing (", 1)[1][:-1]
+    cited = _cited(ws.cell(cell.row, cell.column + 4).value, "staffing", book.lang)
+    if cited is not None:
+        out["staffing"] = cited
     return out
 
 
-def _yaml(data: dict, changed, searched: bool, path: Path) -> str:
+def _yaml(data: dict, changed, searched: bool, path: Path, lang: str = DEFAULT_LANG) -> str:
     """The scenario as YAML: a header that says where it came from, a comment on each value
-    that differs from the one the workbook was generated with, and on the search's choices."""
+    that differs from the one the workbook was generated with, and on the search's choices;
+    the comments in the workbook's language."""
     body = yaml.safe_dump(data, sort_keys=False, allow_unicode=True, width=100)
-    notes = {d.path: f"was {_shown(d, gen)} at generation" for d, gen, _ in changed}
+    notes = {d.path: fmt("importer.comments.was", lang, value=_shown(d, gen, lang)) for d, gen, _ in changed}
     if searched:
         for key in ("hardware.gpu_count", "parallelism.tp", "parallelism.pp",
                     "parallelism.micro_batch_size", "parallelism.zero_stage",
                     "parallelism.recompute", "parallelism.sequence_parallel"):
-            notes.setdefault(key, "chosen by the layout search; delete to let it choose again")
+            notes.setdefault(key, text("importer.comments.chosen", lang))
     lines, section = [], ""
     for line in body.splitlines():
         stripped = line.lstrip(" ")
@@ -327,9 +409,7 @@ def _yaml(data: dict, changed, searched: bool, path: Path) -> str:
         if dotted in notes and not line.endswith(":"):
             line = f"{line}  # {notes[dotted]}"
         lines.append(line)
-    header = [f"# Imported by trainbudget from the workbook {path.name}: its input cells as the "
-              "reviewer left them.",
-              "# Generate from this file to get a workbook whose figures equal the edited one's."]
+    header = [fmt("importer.comments.header", lang, book=path.name), text("importer.comments.generate", lang)]
     if changed:
-        header.append("# Values marked 'was ... at generation' differ from the generated workbook.")
-    return "\n".join(header + lines) + "\n"
+        header.append(text("importer.comments.marked", lang))
+    return "\n".join(f"# {line}" for line in header) + "\n" + "\n".join(lines) + "\n"

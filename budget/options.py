@@ -16,12 +16,11 @@ plan is the plan of the merged scenario generated on its own.
 from __future__ import annotations
 
 import copy
-import re
 from pathlib import Path
 
 from .catalog import Catalog
-from .errors import InputError, Problem, ScenarioError
-from .scenario import Scenario, parse_scenario
+from .errors import InputError, Msg, Problem, ScenarioError
+from .scenario import Scenario, language_of, parse_scenario
 
 MAX_OPTIONS = 20      # a typo guard: one column each on the Compare sheet
 
@@ -44,26 +43,23 @@ def merge(base: object, override: object) -> object:
 
 def _prefixed(where: str, problems: list[Problem]) -> list[Problem]:
     def one(p: Problem) -> Problem:
-        inner = "" if p.path in ("", "(top level)") else p.path
+        inner = "" if p.top_level else p.path
         path = f"{where}{'.' if inner and not inner.startswith('[') else ''}{inner}"
         # "set hardware.gpu_count to ..." -> "set options[1].hardware.gpu_count to ..."
-        fix = p.fix
-        if inner:
-            fix = re.sub(rf"(?<![\w.\[\]]){re.escape(inner)}(?![\w.\[])", lambda _: path, fix)
-        return Problem(path, p.message, fix)
+        return p.moved(path)
     return [one(p) for p in problems]
 
 
 def _raw_options(data: dict, path) -> list:
     options = data.get("options") or []
     if not isinstance(options, list):
-        raise ScenarioError(path, [Problem("options", "should be a list of options",
-                                           "make options a list (lines starting with '- '), each "
-                                           "with a name and the keys it overrides")])
+        raise ScenarioError(path, [Problem("options", Msg("errors.options.not_list.message"),
+                                           Msg("errors.options.not_list.fix"))], language_of(data))
     if len(options) > MAX_OPTIONS:
-        raise ScenarioError(path, [Problem("options", f"{len(options)} options, over the "
-                                                      f"{MAX_OPTIONS} allowed",
-                                           f"keep at most {MAX_OPTIONS} options")])
+        raise ScenarioError(path, [Problem("options", Msg("errors.options.too_many.message",
+                                                          count=len(options), limit=MAX_OPTIONS),
+                                           Msg("errors.options.too_many.fix", limit=MAX_OPTIONS))],
+                            language_of(data))
     return options
 
 
@@ -77,20 +73,20 @@ def option_scenarios(data: dict, path: str | Path, catalog: Catalog) -> list[tup
     base = parse_scenario(base_data, path, catalog)
     out: list[tuple[str, Scenario]] = [(base.name, base)]
     problems: list[Problem] = []
-    seen = {base.name: "the base scenario"}
+    seen = {base.name: Msg("errors.options.base")}
     for i, option in enumerate(options):
         where = f"options[{i}]"
         if not isinstance(option, dict):
-            problems.append(Problem(where, "should be a mapping: a name and the keys it overrides",
-                                    f"write {where} as 'name: ...' followed by the keys it changes"))
+            problems.append(Problem(where, Msg("errors.options.not_mapping.message"),
+                                    Msg("errors.options.not_mapping.fix", where=where)))
             continue
         if "options" in option:
-            problems.append(Problem(f"{where}.options", "an option cannot have options of its own",
-                                    "move these options up into the scenario's options list"))
+            problems.append(Problem(f"{where}.options", Msg("errors.options.nested.message"),
+                                    Msg("errors.options.nested.fix")))
             continue
         if option.get("name") is None:
-            problems.append(Problem(f"{where}.name", "required but missing",
-                                    f"add {where}.name: the option's name, as the comparison shows it"))
+            problems.append(Problem(f"{where}.name", Msg("errors.types.missing.message"),
+                                    Msg("errors.options.no_name.fix", where=where)))
             continue
         try:
             scenario = parse_scenario(merge(base_data, option), path, catalog)
@@ -98,14 +94,14 @@ def option_scenarios(data: dict, path: str | Path, catalog: Catalog) -> list[tup
             problems.extend(_prefixed(where, err.problems))
             continue
         if scenario.name in seen:
-            problems.append(Problem(f"{where}.name", f"the name {scenario.name!r} is already used "
-                                                     f"by {seen[scenario.name]}",
-                                    "give each option a name of its own"))
+            problems.append(Problem(f"{where}.name", Msg("errors.options.name_used.message",
+                                                         name=repr(scenario.name), by=seen[scenario.name]),
+                                    Msg("errors.options.name_used.fix")))
             continue
         seen[scenario.name] = where
         out.append((scenario.name, scenario))
     if problems:
-        raise ScenarioError(path, problems)
+        raise ScenarioError(path, problems, language_of(data))
     return out
 
 
@@ -146,5 +142,5 @@ def build_option_plans(source: dict | Scenario | str | Path, catalog: Catalog,
             plans.append((name, build_plan(s, catalog, scenario_id=sid, scenario_file=file)))
         except InputError as err:   # a problem only the planner sees: name the option it is in
             problems = err.problems if i == 0 else _prefixed(f"options[{i - 1}]", err.problems)
-            raise type(err)(path if path is not None else err.file, problems) from None
+            raise type(err)(path if path is not None else err.file, problems, err.lang or s.language) from None
     return plans

@@ -55,7 +55,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import __version__
-from .errors import InputError, Problem
+from .errors import InputError, Msg, Problem
 
 LOCK_NAME = ".trainbudget.lock"
 MANIFEST_NAME = ".trainbudget-manifest.json"
@@ -96,8 +96,8 @@ class OutputsRefused(OutputError):
         self.errors = errors
         super().__init__(errors[0].file, [p for e in errors for p in e.problems])
 
-    def render(self) -> str:
-        return "\n".join(e.render() for e in self.errors)
+    def render(self, lang: str = "en") -> str:
+        return "\n".join(e.render(lang) for e in self.errors)
 
     def each(self) -> list[OutputError]:
         return list(self.errors)
@@ -110,7 +110,7 @@ class Interrupted(BaseException):
     def __init__(self, signum: int, written: bool):
         self.signum = signum
         self.written = written
-        super().__init__(f"interrupted by {signal.Signals(signum).name}")
+        super().__init__(f"interrupted by {signal.Signals(signum).name}")  # i18n: not text
 
 
 # --- the public entry points ----------------------------------------------------------------
@@ -122,9 +122,9 @@ def write_outputs(outdir: Path, outputs: list[Output], *, force: bool = False,
     names = [Path(out.path).name for out in outputs]
     for out, name in zip(outputs, names):
         if str(out.path) != name or name.startswith(".") or not name:
-            raise ValueError(f"an output must be a plain file name, not {out.path!r}")
+            raise ValueError(f"an output must be a plain file name, not {out.path!r}")  # i18n: not text
     if len(set(names)) != len(names):
-        raise ValueError("two outputs share a file name")
+        raise ValueError("two outputs share a file name")  # i18n: not text
     _prepare_folder(outdir)
     with _locked(outdir):
         try:
@@ -160,9 +160,9 @@ def recover(outdir: Path) -> bool:
         old, new = _files(journal["old"]), _files(journal["new"])
         version = str(journal["version"])
     except (OSError, ValueError, KeyError, TypeError) as exc:
-        fix = f"delete it and any {STAGING_PREFIX}* folders beside it, then run again with --force"
         raise OutputError(journal_path, [Problem(
-            "", f"cannot read the journal of an interrupted run ({exc})", fix)]) from None
+            "", Msg("errors.output.journal.message", detail=_detail(exc)),
+            Msg("errors.output.journal.fix", staging=f"{STAGING_PREFIX}*"))]) from None
     for name in moves:
         if (staging / name).is_file():
             os.replace(staging / name, outdir / name)
@@ -199,8 +199,8 @@ def read_manifest(outdir: Path, strict: bool = True) -> dict[str, dict]:
         if not strict:
             return {}
         raise OutputError(path, [Problem(
-            "", f"not a manifest trainbudget can read ({exc})",
-            "delete it and run again with --force to overwrite the outputs")]) from None
+            "", Msg("errors.output.manifest.message", detail=_detail(exc)),
+            Msg("errors.output.manifest.fix"))]) from None
 
 
 def manifest_bytes(records: dict[str, dict], version: str = __version__) -> bytes:
@@ -213,8 +213,7 @@ def manifest_bytes(records: dict[str, dict], version: str = __version__) -> byte
 def _prepare_folder(outdir: Path) -> None:
     if outdir.exists() and not outdir.is_dir():
         raise OutputError(outdir, [Problem(
-            "", "is a file, not a folder",
-            "choose a folder with -o DIR, or move the file out of the way")])
+            "", Msg("errors.output.not_a_folder.message"), Msg("errors.output.not_a_folder.fix"))])
     try:
         outdir.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
@@ -225,8 +224,8 @@ def _prepare_folder(outdir: Path) -> None:
 
 def _unusable(outdir: Path, exc: OSError) -> OutputError:
     return OutputError(outdir, [Problem(
-        "", f"cannot write to this folder: {exc.strerror or exc}",
-        "choose a writable output folder with -o DIR")])
+        "", Msg("errors.output.unusable.message", reason=exc.strerror or str(exc)),
+        Msg("errors.output.unusable.fix"))])
 
 
 class _locked:
@@ -247,8 +246,7 @@ class _locked:
             os.close(self.fd)
             if exc.errno in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
                 raise OutputError(self.outdir, [Problem(
-                    "", "another trainbudget run is writing into this folder",
-                    "wait for it to finish, or choose another folder with -o DIR")]) from None
+                    "", Msg("errors.output.locked.message"), Msg("errors.output.locked.fix"))]) from None
             raise _unusable(self.outdir, exc) from None
         return self
 
@@ -275,8 +273,7 @@ def _check_clobber(outdir: Path, names: list[str], old: dict, force: bool) -> li
             continue
         if path.is_dir() and not path.is_symlink():
             errors.append(OutputError(path, [Problem(
-                "", "is a folder, so the output cannot take its place",
-                "move the folder away, or choose another output folder with -o DIR")]))
+                "", Msg("errors.output.folder_in_the_way.message"), Msg("errors.output.folder_in_the_way.fix"))]))
             continue
         record = old.get(name)
         if record is not None and not path.is_symlink() and _record(path.read_bytes()) == record:
@@ -284,19 +281,24 @@ def _check_clobber(outdir: Path, names: list[str], old: dict, force: bool) -> li
         if force:
             overwritten.append(name)
             continue
-        message = ("changed since trainbudget wrote it" if record is not None
-                   else "exists, but trainbudget has no record of writing it")
+        message = (Msg("errors.output.changed.message") if record is not None
+                   else Msg("errors.output.unknown.message"))
         errors.append(OutputError(path, [Problem("", message, _keep_edits_fix(path))]))
     if errors:
         raise errors[0] if len(errors) == 1 else OutputsRefused(errors)
     return overwritten
 
 
-def _keep_edits_fix(path: Path) -> str:
+def _keep_edits_fix(path: Path) -> Msg:
     if path.suffix == ".xlsx":
-        return (f"bring the edits back with 'trainbudget import {path} -o SCENARIO.yaml', "
-                "or pass --force to overwrite it")
-    return "move it elsewhere to keep it, or pass --force to overwrite it"
+        return Msg("errors.output.changed.fix_workbook", path=str(path))
+    return Msg("errors.output.changed.fix")
+
+
+def _detail(exc: Exception):
+    """Why a file could not be read, for the message's parentheses: our own reason (a Msg),
+    else the exception's text."""
+    return exc.args[0] if len(exc.args) == 1 and isinstance(exc.args[0], Msg) else str(exc)
 
 
 def _write_set(outdir: Path, files: list[tuple[str, bytes]], old: dict, new: dict,
@@ -423,19 +425,19 @@ def _files(manifest) -> dict[str, dict]:
     """The file records of a manifest, checked: plain names, hex digests, whole sizes."""
     files = manifest["files"]
     if not isinstance(files, dict):
-        raise ValueError("'files' is not a mapping")
+        raise ValueError(Msg("errors.output.manifest.files_not_mapping"))
     out = {}
     for name, rec in files.items():
         digest, size = rec["sha256"], rec["size"]
         if not isinstance(digest, str) or len(digest) != 64 or not isinstance(size, int):
-            raise ValueError(f"bad record for {name!r}")
+            raise ValueError(Msg("errors.output.manifest.bad_record", name=repr(name)))
         out[_plain(name)] = {"sha256": digest, "size": size}
     return out
 
 
 def _plain(name) -> str:
     if not isinstance(name, str) or not name or name != Path(name).name or name in {".", ".."}:
-        raise ValueError(f"not a plain file name: {name!r}")
+        raise ValueError(Msg("errors.output.manifest.not_plain", name=repr(name)))
     return name
 
 

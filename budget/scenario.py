@@ -17,8 +17,9 @@ from pydantic import (AfterValidator, BaseModel, BeforeValidator, ConfigDict, Fi
                       ValidationInfo, field_validator, model_validator)
 
 from .catalog import Catalog
-from .errors import (Problem, ScenarioError, load_yaml, problems_from_validation, rule_error,
-                     suggest)
+from .i18n import fmt
+from .errors import (Msg, Problem, ScenarioError, both, load_yaml, problems_from_validation,
+                     rule_error, suggest)
 
 _SUFFIX = {"k": 1e3, "m": 1e6, "b": 1e9, "g": 1e9, "t": 1e12}
 _COUNT = re.compile(r"^\s*([+-]?[0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?)\s*([kKmMbBgGtT]?)\s*$")
@@ -27,8 +28,8 @@ _COUNT = re.compile(r"^\s*([+-]?[0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?)\s*([kKmMbBg
 def _not_bool(value):
     """YAML's true/false are not numbers (pydantic's lax mode would take true as 1)."""
     if isinstance(value, bool):
-        raise rule_error(f"should be a number, not {str(value).lower()}",
-                         "write a number, without quotes, instead of true or false")
+        raise rule_error(Msg("errors.scenario.not_bool.message", value=str(value).lower()),
+                         Msg("errors.scenario.not_bool.fix"))
     return value
 
 
@@ -38,7 +39,7 @@ def _parse_count(value):
     if isinstance(value, str):
         match = _COUNT.match(value.replace("_", "").replace(",", ""))
         if not match:
-            raise ValueError("expected a number such as 175e9 or 175B")
+            raise rule_error(Msg("errors.scenario.count.message"), got=True)
         number, suffix = match.groups()
         return float(number) * _SUFFIX.get(suffix.lower(), 1.0)
     return value
@@ -83,10 +84,9 @@ EARLIEST_START, LATEST_START = dt.date(1990, 1, 1), dt.date(2200, 12, 31)
 
 def _plausible_date(value: dt.date) -> dt.date:
     if not EARLIEST_START <= value <= LATEST_START:
-        raise rule_error(f"{value.isoformat()} is outside {EARLIEST_START.isoformat()} to "
-                         f"{LATEST_START.isoformat()}",
-                         f"set schedule.start_date to a date from {EARLIEST_START.isoformat()} to "
-                         f"{LATEST_START.isoformat()}, written YYYY-MM-DD")
+        dates = {"earliest": EARLIEST_START.isoformat(), "latest": LATEST_START.isoformat()}
+        raise rule_error(Msg("errors.scenario.start_date.message", date=value.isoformat(), **dates),
+                         Msg("errors.scenario.start_date.fix", **dates))
     return value
 
 
@@ -112,22 +112,20 @@ def formula_lead(text: str) -> tuple[str, str] | None:
     return None
 
 
-def character_problem(value: str) -> tuple[str, str] | None:
+def character_problem(value: str) -> tuple[Msg, Msg] | None:
     """(message, fix) when `value` holds a character no workbook, report or terminal should get."""
     bad = _XML_ILLEGAL.search(value) or _CONTROL.search(value)
     if bad:
         code = f"U+{ord(bad.group()):04X}"
         if 0xD800 <= ord(bad.group()) <= 0xDFFF:
-            return (f"contains a lone surrogate ({code}), which is not a character",
-                    "remove it; write the text as plain Unicode characters")
+            return (Msg("errors.text.surrogate.message", code=code), Msg("errors.text.surrogate.fix"))
         if ord(bad.group()) in (0xFFFE, 0xFFFF):
-            return (f"contains {code}, a noncharacter a workbook cannot hold", "remove it")
-        return (f"contains a control character ({code})",
-                "remove it; tabs and line breaks are the only control characters allowed")
+            return (Msg("errors.text.noncharacter.message", code=code), Msg("errors.text.noncharacter.fix"))
+        return (Msg("errors.text.control.message", code=code), Msg("errors.text.control.fix"))
     return None
 
 
-def text_problem(value: str) -> tuple[str, str] | None:
+def text_problem(value: str) -> tuple[Msg, Msg] | None:
     """(message, fix) when `value` breaks the text policy shared by every free-text field and
     key; None when it is fine."""
     problem = character_problem(value)
@@ -136,23 +134,26 @@ def text_problem(value: str) -> tuple[str, str] | None:
     lead = formula_lead(value)
     if lead:
         written, read = lead
-        shown = repr(written) + (f" (read as {read!r})" if written != read else "")
-        after = ", even after leading blanks" if value[:1] != written else ""
-        return (f"text may not start with {shown}{after}: a spreadsheet would read it as a formula",
-                f"remove the leading {written!r} or start the text with a letter or digit")
+        key = {(False, False): "errors.text.formula.message",
+               (True, False): "errors.text.formula.message_read_as",
+               (False, True): "errors.text.formula.message_after_blanks",
+               (True, True): "errors.text.formula.message_read_as_after_blanks"}[
+            (written != read, value[:1] != written)]
+        return (Msg(key, char=repr(written), read=repr(read)),
+                Msg("errors.text.formula.fix", char=repr(written)))
     return None
 
 
 def _safe_text(value: str, max_len: int = 200) -> str:
     """Scenario text ends up in cells, reports and messages: one policy for every field and key."""
     if not isinstance(value, str):
-        raise rule_error("must be text", "quote the value")
+        raise rule_error(Msg("errors.text.not_text.message"), Msg("errors.text.not_text.fix"))
     problem = text_problem(value)
     if problem:
         raise rule_error(*problem)
     if len(value) > max_len:
-        raise rule_error(f"is {len(value)} characters long, over the {max_len} allowed",
-                         f"shorten it to at most {max_len} characters")
+        raise rule_error(Msg("errors.text.too_long.message", length=len(value), limit=max_len),
+                         Msg("errors.text.too_long.fix", limit=max_len))
     return value
 
 
@@ -302,11 +303,11 @@ class PricesSection(_Section):
     @model_validator(mode="after")
     def _one_gpu_price(self):
         if self.per_gpu_hour is None and self.catalog is None:
-            raise rule_error("no GPU price", "give prices.per_gpu_hour, or prices.catalog: an id from "
-                             "catalogs/prices.yaml", "per_gpu_hour")
+            raise rule_error(Msg("errors.scenario.no_gpu_price.message"),
+                             Msg("errors.scenario.no_gpu_price.fix"), "per_gpu_hour")
         if self.per_gpu_hour is not None and self.catalog is not None:
-            raise rule_error("per_gpu_hour and catalog both price the GPUs",
-                             "keep one: a typed price or a catalog id", "catalog")
+            raise rule_error(Msg("errors.scenario.two_gpu_prices.message"),
+                             Msg("errors.scenario.two_gpu_prices.fix"), "catalog")
         return self
 
 
@@ -457,17 +458,21 @@ class AcceleratorRow(_Section):
     source: LongText
 
 
+MAX_ROWS = 50     # accelerator rows of a scenario, staffing roles: a typo guard
+
+
 class CatalogSection(_Section):
     accelerators: list[AcceleratorRow] = []
 
     @field_validator("accelerators")
     @classmethod
     def _few_rows(cls, rows):
-        if len(rows) > 50:
-            raise rule_error("more than 50 accelerator rows", "keep at most 50")
+        if len(rows) > MAX_ROWS:
+            raise rule_error(Msg("errors.scenario.accelerator_rows.message", limit=MAX_ROWS),
+                             Msg("errors.scenario.accelerator_rows.fix", limit=MAX_ROWS))
         ids = [r.id for r in rows]
         if len(set(ids)) != len(ids):
-            raise rule_error("an accelerator id appears twice", "give each id once")
+            raise rule_error(Msg("errors.scenario.accelerator_twice.message"), Msg("errors.id_twice.fix"))
         return rows
 
 
@@ -508,14 +513,16 @@ class Scenario(_Section):
     def _known_language(cls, lang):
         from .i18n import languages
         if lang not in languages():
-            raise rule_error(f"unknown language {lang!r}", f"use one of {', '.join(languages())}")
+            raise rule_error(Msg("errors.scenario.language.message", language=repr(lang)),
+                             Msg("errors.scenario.language.fix", languages=", ".join(languages())))
         return lang
 
     @field_validator("staffing")
     @classmethod
     def _few_roles(cls, roles):
-        if len(roles) > 50:
-            raise rule_error("more than 50 staffing roles", "group roles into at most 50 lines")
+        if len(roles) > MAX_ROWS:
+            raise rule_error(Msg("errors.scenario.staffing_roles.message", limit=MAX_ROWS),
+                             Msg("errors.scenario.staffing_roles.fix", limit=MAX_ROWS))
         return roles
 
     @model_validator(mode="after")
@@ -530,36 +537,39 @@ class Scenario(_Section):
         given = [k for k in ("mfu", "effective_tflops", "baseline_mfu")
                  if getattr(self.hardware, k) is not None]
         if len(given) > 1:
-            raise rule_error(f"{' and '.join(given)} are all utilisation figures",
-                             "keep one: mfu or effective_tflops (all-in), or baseline_mfu "
-                             "(scaled by the layout's efficiency)", f"hardware.{given[1]}")
+            names = given[0]
+            for name in given[1:]:
+                names = both(names, name)
+            raise rule_error(Msg("errors.scenario.utilisation.message", names=names),
+                             Msg("errors.scenario.utilisation.fix"), f"hardware.{given[1]}")
         return self
 
 
 def fx_table(s: Scenario, catalog: Catalog) -> dict[str, tuple[float, str]]:
     """Units of the scenario's currency per unit of each currency it can convert: its own
     `prices.fx_rates`, else the catalog's dated rates per US dollar, crossed through the dollar."""
-    own = s.prices.currency
-    out = {own: (1.0, "the scenario's currency (prices.currency)")}
+    own, lang = s.prices.currency, s.language
+    out = {own: (1.0, fmt("scenario.fx.own", lang))}
     prices = catalog.prices
     per_usd = {"USD": (1.0, "")}
     if prices is not None:
         per_usd.update({code: (fig.value, prices.cite(fig)) for code, fig in prices.fx_per_usd.items()})
     given = s.prices.fx_rates
     if "USD" in given:
-        own_per_usd, how = given["USD"], "scenario prices.fx_rates.USD"
+        own_per_usd, how = given["USD"], fmt("scenario.fx.given", lang, code="USD")
     elif own in per_usd:
-        own_per_usd, how = per_usd[own][0], f"catalogs/prices.yaml: {own} per USD, {per_usd[own][1]}"
+        own_per_usd, how = per_usd[own][0], fmt("scenario.fx.catalog", lang, code=own, cite=per_usd[own][1])
     else:
         own_per_usd = None
     if own_per_usd is not None:
         for code, (rate, cite) in per_usd.items():
             if code != own:
-                via = f"; {code} per USD: {cite}" if code != "USD" else ""
-                out[code] = (own_per_usd / rate, f"{how}{via}")
+                out[code] = (own_per_usd / rate,
+                             fmt("scenario.fx.crossed", lang, how=how, code=code, cite=cite)
+                             if code != "USD" else how)
     for code, rate in given.items():
         if code != own:
-            out[code] = (float(rate), f"scenario prices.fx_rates.{code}")
+            out[code] = (float(rate), fmt("scenario.fx.given", lang, code=code))
     return out
 
 
@@ -594,49 +604,51 @@ def _check_prices(s: Scenario, catalog: Catalog) -> None:
         ids = [r.id for r in prices.rental]
         if s.prices.catalog not in ids:
             # the prices of the chosen accelerator are the ones worth listing
-            own = [r.id for r in prices.rental if r.accelerator == s.hardware.accelerator]
-            listed = (f"for {s.hardware.accelerator}: {', '.join(own)}" if own
-                      else f"(rental; none for {s.hardware.accelerator}: give prices.per_gpu_hour)")
-            raise rule_error(f"unknown price id {s.prices.catalog!r}",
-                             f"{suggest(s.prices.catalog, ids)}use an id from catalogs/prices.yaml "
-                             f"{listed}", "prices.catalog")
+            acc = s.hardware.accelerator
+            own = [r.id for r in prices.rental if r.accelerator == acc]
+            hint = suggest(s.prices.catalog, ids)
+            fix = (Msg("errors.scenario.price_id.fix", hint=hint, accelerator=acc, ids=", ".join(own)) if own
+                   else Msg("errors.scenario.price_id.fix_none", hint=hint, accelerator=acc))
+            raise rule_error(Msg("errors.scenario.price_id.message", id=repr(s.prices.catalog)), fix,
+                             "prices.catalog")
         row = prices.rental_price(s.prices.catalog)
         if row.accelerator != s.hardware.accelerator:
-            raise rule_error(f"{row.id} prices {row.accelerator}, not {s.hardware.accelerator}",
-                             f"choose a price for {s.hardware.accelerator} or give prices.per_gpu_hour",
+            raise rule_error(Msg("errors.scenario.price_other_accelerator.message", id=row.id,
+                                 priced=row.accelerator, accelerator=s.hardware.accelerator),
+                             Msg("errors.scenario.price_other_accelerator.fix",
+                                 accelerator=s.hardware.accelerator),
                              "prices.catalog")
     if s.energy.grid is not None and s.energy.grid not in {g.id for g in prices.grids}:
         ids = [g.id for g in prices.grids]
-        raise rule_error(f"unknown grid {s.energy.grid!r}",
-                         f"{suggest(s.energy.grid, ids)}use an id from catalogs/prices.yaml "
-                         f"(grid_intensity): {', '.join(ids)}", "energy.grid")
+        raise rule_error(Msg("errors.scenario.grid.message", id=repr(s.energy.grid)),
+                         Msg("errors.scenario.grid.fix", hint=suggest(s.energy.grid, ids), ids=", ".join(ids)),
+                         "energy.grid")
     if s.ownership == "owned" and s.owned.node_price is None and prices.purchase_for(s.hardware.accelerator) is None:
-        raise rule_error(f"no purchase price for {s.hardware.accelerator} in catalogs/prices.yaml",
-                         "give owned.node_price: the price of one node with its GPUs", "owned.node_price")
+        raise rule_error(Msg("errors.scenario.purchase_price.message", accelerator=s.hardware.accelerator),
+                         Msg("errors.scenario.purchase_price.fix"), "owned.node_price")
     own = s.prices.currency
     if s.prices.fx_rates.get(own, 1.0) != 1.0:
-        raise rule_error(f"the rate of {own} into itself must be 1", f"remove {own} from prices.fx_rates",
-                         f"prices.fx_rates.{own}")
+        raise rule_error(Msg("errors.scenario.own_rate.message", currency=own),
+                         Msg("errors.scenario.own_rate.fix", currency=own), f"prices.fx_rates.{own}")
     rates = fx_table(s, catalog)
     for code, path in price_currencies(s, catalog).items():
         if code not in rates:
-            raise rule_error(f"no exchange rate from {code} (used by {path}) into {own}",
-                             f"add prices.fx_rates: {{{code}: <{own} per {code}>}} with its source",
-                             "prices.fx_rates")
+            raise rule_error(Msg("errors.scenario.no_rate.message", code=code, path=path, currency=own),
+                             Msg("errors.scenario.no_rate.fix", code=code, currency=own), "prices.fx_rates")
 
 
 def _check_catalog_refs(s: Scenario, catalog: Catalog) -> None:
     ids = catalog.accelerator_ids()
     if s.hardware.accelerator not in ids:
         hint = suggest(s.hardware.accelerator, ids)
-        raise rule_error(f"unknown accelerator {s.hardware.accelerator!r}",
-                         f"{hint}use an id from catalogs/accelerators.yaml: {', '.join(ids)}",
+        raise rule_error(Msg("errors.scenario.accelerator.message", id=repr(s.hardware.accelerator)),
+                         Msg("errors.scenario.accelerator.fix", hint=hint, ids=", ".join(ids)),
                          "hardware.accelerator")
     if s.model.preset is not None and s.model.preset not in catalog.model_ids():
         ids = catalog.model_ids()
         hint = suggest(s.model.preset, ids)
-        raise rule_error(f"unknown model preset {s.model.preset!r}",
-                         f"{hint}use an id from catalogs/models.yaml: {', '.join(ids)}",
+        raise rule_error(Msg("errors.scenario.preset.message", id=repr(s.model.preset)),
+                         Msg("errors.scenario.preset.fix", hint=hint, ids=", ".join(ids)),
                          "model.preset")
     _check_prices(s, catalog)
 
@@ -663,10 +675,8 @@ def resolved_shape(s: Scenario, catalog: Catalog | None) -> dict | None:
         shape.update({f: v for f, v in shape_from_params(shape["params"]).items() if f in missing})
         shape["derived"] = set(missing)
     elif missing:
-        raise rule_error(f"the model shape is incomplete: {', '.join(missing)} not given",
-                         "set model.preset to a catalog model, give model.params (the shape is then "
-                         "assumed), or give all of layers, hidden_size, attention_heads, seq_len and "
-                         "vocab_size", "model." + missing[0])
+        raise rule_error(Msg("errors.scenario.shape_incomplete.message", missing=", ".join(missing)),
+                         Msg("errors.scenario.shape_incomplete.fix"), "model." + missing[0])
     if "params" not in shape:
         L, h, V, s_ = shape["layers"], shape["hidden_size"], shape["vocab_size"], shape["seq_len"]
         shape["params"] = float(12 * L * h * h + (V + s_) * h)  # Kaplan et al. 2020, eq. 2.1 + embeddings
@@ -676,10 +686,9 @@ def resolved_shape(s: Scenario, catalog: Catalog | None) -> dict | None:
         shape["global_batch_sequences"] = max(1, round(4_194_304 / shape["seq_len"]))
         shape["batch_defaulted"] = True
     if shape["hidden_size"] % shape["attention_heads"]:
-        raise rule_error(f"hidden_size {shape['hidden_size']} is not divisible by "
-                         f"attention_heads {shape['attention_heads']}",
-                         "check the model shape; heads must split the hidden size evenly",
-                         "model.attention_heads")
+        raise rule_error(Msg("errors.scenario.heads_split.message", hidden=shape["hidden_size"],
+                             heads=shape["attention_heads"]),
+                         Msg("errors.scenario.heads_split.fix"), "model.attention_heads")
     return shape
 
 
@@ -705,27 +714,33 @@ def _check_layout(s: Scenario, shape: dict) -> None:
     if hw.gpu_count is not None and hw.gpu_count % split:
         pinned = " x ".join(f"{k} {v}" for k, v in (("tp", p.tp), ("pp", p.pp)) if v)
         raise rule_error(
-            f"{pinned} = {split} does not divide gpu_count {hw.gpu_count}, "
-            "so the data-parallel degree would not be whole",
-            f"choose a gpu_count that is a multiple of {split}, or change tp or pp",
+            Msg("errors.scenario.split.message", pinned=pinned, split=split, gpus=hw.gpu_count),
+            Msg("errors.scenario.split.fix", split=split),
             "parallelism.pp" if p.pp and p.pp > 1 else "parallelism.tp")
     if p.tp and shape["attention_heads"] % p.tp:
-        raise rule_error(f"tp {p.tp} does not divide the {shape['attention_heads']} attention heads",
-                         "choose a tp that divides the number of heads (1, 2, 4 or 8 usually)",
-                         "parallelism.tp")
+        raise rule_error(Msg("errors.scenario.tp_heads.message", tp=p.tp, heads=shape["attention_heads"]),
+                         Msg("errors.scenario.tp_heads.fix"), "parallelism.tp")
     if p.pp and p.pp > shape["layers"]:
-        raise rule_error(f"pp {p.pp} is more pipeline stages than the model's {shape['layers']} layers",
-                         f"choose a pp of at most {shape['layers']}", "parallelism.pp")
+        raise rule_error(Msg("errors.scenario.pp_layers.message", pp=p.pp, layers=shape["layers"]),
+                         Msg("errors.scenario.pp_layers.fix", layers=shape["layers"]), "parallelism.pp")
+
+
+def language_of(data: object) -> str | None:
+    """The language a scenario's data names, when it names a known one (its messages are then
+    printed in it, even when the rest of the scenario is wrong)."""
+    from .i18n import languages
+    lang = data.get("language") if isinstance(data, dict) else None
+    return lang if isinstance(lang, str) and lang in languages() else None
 
 
 def parse_scenario(data: object, path: str | Path, catalog: Catalog) -> Scenario:
     if data is None:
-        raise ScenarioError(path, [Problem("", "the file is empty",
-                                           "write a scenario; see scenarios/gpt3-175b-h100.yaml")])
+        raise ScenarioError(path, [Problem("", Msg("errors.scenario.empty.message"),
+                                           Msg("errors.scenario.empty.fix"))])
     try:
         scenario = Scenario.model_validate(data, context={"catalog": catalog})
     except ValidationError as exc:
-        raise ScenarioError(path, problems_from_validation(exc, Scenario)) from None
+        raise ScenarioError(path, problems_from_validation(exc, Scenario), language_of(data)) from None
     if scenario.options:   # every option is validated as a scenario of its own, text included
         from .options import option_scenarios
         option_scenarios(data, path, catalog)
