@@ -154,3 +154,106 @@ def test_deadline_example_is_sized_and_explained(tmp_path, capsys):
     assert headline.startswith("llama3-70b-h100-deadline: 4,096 x NVIDIA H100 80GB SXM5")
     assert layout_line.startswith("  layout: TP 8 × PP 1 × DP 512")
     assert "the fastest of" in layout_line
+
+
+# --- messages in the scenario's language, or --lang's ------------------------------------------
+ZH_SEED_TEXT = "language: zh\n" + SEED_TEXT
+ZH_ALLOWED = ("accelerator, gpu_count, deadline_days, peak_tflops, mfu, effective_tflops, "
+              "baseline_mfu, usable_memory_fraction")
+ZH_BAD_INPUTS = {
+    "unknown-key": (
+        ZH_SEED_TEXT.replace("  gpu_count: 512", "  gpu_cont: 512"),
+        "错误：{f}: hardware.gpu_cont: 未知的键\n"
+        f"  处理办法：是否想写 'gpu_count'？请删除或重命名；此处允许的键：{ZH_ALLOWED}\n"),
+    "out-of-range": (
+        ZH_SEED_TEXT.replace("  train_tokens: 3T ", "  train_tokens: -3e12 "),
+        "错误：{f}: data.train_tokens: 应大于或等于 1000000（实际为 '-3e12'）\n"
+        "  处理办法：将 data.train_tokens 设为不小于 1000000 的数\n"),
+    "cross-field-rule": (
+        ZH_SEED_TEXT.replace("  gpu_count: 512", "  gpu_count: 500"),
+        "错误：{f}: parallelism.pp: tp 4 x pp 8 = 32 不能整除 gpu_count 500，数据并行度将不是整数\n"
+        "  处理办法：请把 gpu_count 设为 32 的整数倍，或修改 tp 或 pp\n"),
+    "unknown-accelerator": (
+        ZH_SEED_TEXT.replace("accelerator: nvidia_h100_sxm", "accelerator: nvidia_h1000"),
+        "错误：{f}: hardware.accelerator: 未知的加速卡 'nvidia_h1000'\n"
+        "  处理办法：是否想写 'nvidia_h100_sxm'？请使用 catalogs/accelerators.yaml 中的 id："),
+}
+
+
+@pytest.mark.parametrize("case", sorted(ZH_BAD_INPUTS))
+def test_a_chinese_scenarios_errors_are_chinese(tmp_path, capsys, case):
+    """`language: zh` in a broken scenario: the message and the fix in Chinese, naming the file
+    and the dotted field; exit 2 and nothing written."""
+    text, expected = ZH_BAD_INPUTS[case]
+    scenario = _bad(tmp_path, case, text)
+    out_dir = tmp_path / "out"
+    code, out, err = _run(capsys, scenario, "-o", out_dir)
+    assert code == 2 and out == ""
+    assert err.startswith(expected.format(f=scenario)) and err.endswith("\n")
+    assert not out_dir.exists()
+
+
+def test_lang_wins_over_the_scenarios_language_in_errors(tmp_path, capsys):
+    """--lang zh on an English scenario gives Chinese; --lang en on a Chinese one, English."""
+    text, expected = ZH_BAD_INPUTS["cross-field-rule"]
+    english = _bad(tmp_path, "english", text.replace("language: zh\n", ""))
+    code, out, err = _run(capsys, english, "--lang", "zh", "-o", tmp_path / "o")
+    assert code == 2 and out == "" and err == expected.format(f=english)
+    chinese = _bad(tmp_path, "chinese", text)
+    code, _, err = _run(capsys, chinese, "--lang", "en", "-o", tmp_path / "o")
+    assert code == 2 and err == BAD_INPUTS["tp-pp-not-dividing"][1].format(f=chinese)
+    assert not (tmp_path / "o").exists()
+
+
+def test_a_file_that_does_not_parse_is_reported_in_english(tmp_path, capsys):
+    """The scenario's language is known only once the file parses."""
+    broken = _bad(tmp_path, "broken", "language: zh\nname: broken\nmodel: [unclosed\n")
+    code, _, err = _run(capsys, broken, "-o", tmp_path / "o")
+    assert code == 2 and err.startswith(f"error: {broken}: line 4, column 1: this is not valid YAML")
+    code, _, err = _run(capsys, broken, "--lang", "zh", "-o", tmp_path / "o")
+    assert code == 2 and err.startswith(f"错误：{broken}: 第 4 行第 1 列: 不是有效的 YAML：")
+
+
+def test_chinese_error_from_a_real_process_has_no_traceback(tmp_path):
+    """A real process, its terminal not UTF-8: the Chinese message is escaped, never a traceback."""
+    import os
+
+    bad = _bad(tmp_path, "bad", ZH_BAD_INPUTS["unknown-key"][0])
+    for encoding in ("utf-8", "latin-1"):
+        proc = subprocess.run([sys.executable, str(ROOT / "generate.py"), str(bad), "-o", str(tmp_path / "o")],
+                              capture_output=True, cwd=tmp_path,
+                              env={**os.environ, "PYTHONIOENCODING": encoding})
+        stderr = proc.stderr.decode(encoding)
+        assert proc.returncode == 2 and proc.stdout == b""
+        assert "Traceback" not in stderr
+        assert stderr.startswith(f"错误：{bad}: hardware.gpu_cont: 未知的键\n" if encoding == "utf-8"
+                                 else f"\\u9519\\u8bef\\uff1a{bad}: hardware.gpu_cont: ")
+    assert not (tmp_path / "o").exists()
+
+
+def test_help_follows_lang_and_survives_a_latin1_terminal(capsys):
+    import os
+
+    with pytest.raises(SystemExit):
+        main(["--lang", "zh", "--help"])
+    out = capsys.readouterr().out
+    assert "规划一次大模型训练" in out and "--lang LANG" in out
+    with pytest.raises(SystemExit):
+        main(["--help"])
+    assert "Plan an LLM training run" in capsys.readouterr().out
+    proc = subprocess.run([sys.executable, str(ROOT / "generate.py"), "--lang=zh", "--help"],
+                          capture_output=True, env={**os.environ, "PYTHONIOENCODING": "latin-1"})
+    assert proc.returncode == 0 and b"Traceback" not in proc.stderr
+    assert b"\\u89c4\\u5212" in proc.stdout     # 规划, escaped
+
+
+def test_the_headline_is_in_the_plans_language(catalog):
+    from budget.cli import _headline
+    from support import seed_plan
+
+    en, zh = seed_plan(catalog), seed_plan(catalog, language="zh")
+    assert _headline(en) == ("gpt3-175b-h100: 512 x NVIDIA H100 80GB SXM5 (4 × 8 × 16), 158.2 training "
+                             "days, 1,944,444 GPU-hours, total 5,466,340 USD")
+    assert _headline(zh).startswith("gpt3-175b-h100：512 张 NVIDIA H100 80GB SXM5（")
+    assert _headline(zh).endswith("），训练 158.2 天，1,944,444 GPU 小时，总计 5,466,340 USD")
+    assert _headline(en, "zh") == _headline(zh)
