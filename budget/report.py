@@ -177,7 +177,6 @@ def report_context(plan: Plan, workbook=None) -> dict:
                 for name in FAILURE_ROWS]
     return {
         "t": words,
-        "lang": plan.lang,
         "version": __version__,
         "name": plan.scenario.name,
         "description": plan.scenario.description,

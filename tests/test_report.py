@@ -14,6 +14,7 @@ from budget.report import environment, md_escape, render_html, render_markdown
 from support import SEED_H100, chromium, plan_of, raw, with_changes
 
 GOLDEN = Path(__file__).parent / "golden" / "gpt3-175b-h100.md"
+GOLDEN_ZH = Path(__file__).parent / "golden" / "gpt3-175b-h100.zh.md"   # the same plan with --lang zh
 CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
                   "--disable-component-update", "--disable-sync", "--no-first-run", "--hide-scrollbars"]
 
@@ -24,6 +25,57 @@ def test_markdown_matches_the_golden_file(seed_h100):
     if os.environ.get("UPDATE_GOLDEN") == "1":
         GOLDEN.write_text(text, encoding="utf-8")
     assert text == GOLDEN.read_text(encoding="utf-8")
+
+
+@pytest.fixture(scope="module")
+def seed_h100_zh(catalog):
+    """The bundled example as `--lang zh` writes it."""
+    return plan_of(with_changes(raw(SEED_H100), {"language": "zh"}), catalog, "gpt3-175b-h100")
+
+
+def test_chinese_markdown_matches_the_golden_file(seed_h100_zh):
+    """Regenerate with UPDATE_GOLDEN=1 after an intended change, and read the diff."""
+    text = render_markdown(seed_h100_zh)
+    if os.environ.get("UPDATE_GOLDEN") == "1":
+        GOLDEN_ZH.write_text(text, encoding="utf-8")
+    assert text == GOLDEN_ZH.read_text(encoding="utf-8")
+
+
+def test_the_chinese_report_declares_its_language_and_writes_dates_the_chinese_way(seed_h100, seed_h100_zh):
+    """`lang` from the catalog; dates as 2027年1月4日 (no zero padding) in the tables and the
+    sentences, while the Gantt chart's Mermaid data stays ISO; the English report is untouched."""
+    html, text = render_html(seed_h100_zh), render_markdown(seed_h100_zh)
+    assert html.startswith('<!DOCTYPE html>\n<html lang="zh-CN">')
+    assert render_html(seed_h100).startswith('<!DOCTYPE html>\n<html lang="en">')
+    assert "<td>2027年1月4日</td><td>2027年1月18日</td>" in html        # data preparation
+    assert "| 正式训练 | 2027年3月1日 | 2027年8月26日 |" in text
+    assert "2027年1月4日开始，2027年9月23日结束。" in text                 # the decision asked for
+    assert "    正式训练 :training, 2027-03-01, 2027-08-26" in text        # Mermaid: ISO data
+    assert "2027-01-04" not in html
+    assert "## 状态：不可审批（1 项校验未通过）" in text
+    assert "按季度支出：2027年第1季度 863,958 USD；2027年第2季度" in text
+    assert '<text x="525.1" y="16" text-anchor="middle">2027年7月</text>' in html    # Gantt axis
+    for english in ("Decision asked for", "At a glance", "Failure budget", "Key assumptions", "Total"):
+        assert english not in html and english not in text, english
+
+
+def test_formats_come_from_the_catalog():
+    import datetime as dt
+
+    from budget.decision import quarters
+    from budget.report import Words, keep_together
+    en, zh = Words("en"), Words("zh")
+    day = dt.date(2027, 1, 4)
+    assert (en.date(day), zh.date(day)) == ("2027-01-04", "2027年1月4日")
+    assert en.date(day, "report.formats.month_year") == "Jan 2027"
+    assert zh.date(dt.date(2027, 11, 30), "report.formats.month") == "11月"
+    assert en.money(1234567.4, "USD") == "1,234,567 USD" and zh.money(1234567.4, "CNY") == "1,234,567 CNY"
+    assert en.signed_money(-5, "USD") == "\u22125 USD" and zh.signed_money(5, "CNY") == "+5 CNY"
+    assert en.unit("currency/GPU-h", "CNY") == "CNY/GPU-h"
+    assert en.html("package.index.verify", command="a", sums="<b>", schema="s").count("&lt;b&gt;") == 1
+    assert "plan's" in en.html("package.index.verify", command="", sums="", schema="")
+    assert keep_together("1 项未通过") == "1\u00a0项\u2060未\u2060通\u2060过"
+    assert keep_together("2 failing") == "2 failing"
 
 
 def test_markdown_has_phases_schedule_failures_costs_and_sources(seed_h100):
@@ -152,10 +204,12 @@ def test_memo_lines_sit_under_not_in_the_total(seed_h100, render):
     assert text.index("599,943 USD", memo) > memo              # billed minus pure
 
 
-def test_chinese_text_renders_in_a_cjk_font(tmp_path, catalog):
-    """Scenario text in Chinese (a plan in yuan with Chinese role names) prints in the CJK font
-    the stack names and fontconfig matches for Simplified Chinese (zh-cn), and comes back out of
-    the printed PDF as text."""
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_chinese_text_renders_in_a_cjk_font(tmp_path, catalog, lang):
+    """Scenario text in Chinese (a plan in yuan with Chinese role names), in the English report
+    and in the Chinese one (--lang zh: every heading, label and date Chinese), prints in the CJK
+    font the stack names and fontconfig matches for Simplified Chinese (zh-cn), and comes back out
+    of the printed PDF as text."""
     from support import require_tool
     fc_match = require_tool(__import__("shutil").which("fc-match"), "fontconfig (fc-match)",
                             "apt-get install -y fontconfig fonts-noto-cjk")
@@ -163,7 +217,7 @@ def test_chinese_text_renders_in_a_cjk_font(tmp_path, catalog):
                             text=True, timeout=30).stdout
     html = render_html(plan_of(with_changes(raw(SEED_H100), {
         "name": "GPT-3 175B 训练预算", "prices.currency": "CNY", "prices.fx_rates": {"USD": 7.1},
-        "staffing": [{"role": "算法工程师", "headcount": 2, "monthly_cost": 60000}]}), catalog))
+        "staffing": [{"role": "算法工程师", "headcount": 2, "monthly_cost": 60000}], "language": lang}), catalog))
     stack = re.search(r"body \{ font: [^;]*;", html, re.S).group()
     if family not in stack:
         require_tool(None, f"a CJK font named in the report's font stack (fontconfig matched {family!r})",
@@ -175,3 +229,7 @@ def test_chinese_text_renders_in_a_cjk_font(tmp_path, catalog):
     assert pdf.is_file(), proc.stderr[-2000:]
     text = subprocess.run(["pdftotext", str(pdf), "-"], capture_output=True, text=True, timeout=60).stdout
     assert "训练预算" in text
+    if lang == "zh":
+        assert '<html lang="zh-CN">' in html
+        for words in ("提请决策事项", "主要风险", "批准人", "概览", "故障预算", "2027年1月4日"):
+            assert words in text, words
