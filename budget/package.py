@@ -32,7 +32,7 @@ import jinja2
 from . import __version__
 from .bind import from_serial
 from .catalog import data_dir, load_catalog
-from .errors import InputError, Problem, ScenarioError
+from .errors import InputError, Msg, Problem, ScenarioError
 from .i18n import DEFAULT_LANG
 from .output import Output
 from .plan import Plan, build_model
@@ -318,19 +318,6 @@ def package_lang(plans: list[Plan], lang: str | None = None) -> str:
     return langs.pop() if len(langs) == 1 else DEFAULT_LANG
 
 
-def _argv_lang(argv: list[str]) -> str:
-    """--lang from the command line before it is parsed (for the help's language); English
-    when it is missing or unknown (the parser then says why)."""
-    from .i18n import languages
-
-    for n, arg in enumerate(argv):
-        value = (argv[n + 1] if n + 1 < len(argv) else "") if arg == "--lang" else (
-            arg.removeprefix("--lang=") if arg.startswith("--lang=") else None)
-        if value is not None:
-            return value if value in languages() else DEFAULT_LANG
-    return DEFAULT_LANG
-
-
 def parser(lang: str = DEFAULT_LANG) -> argparse.ArgumentParser:
     from .cli import add_lang_argument
     from .report import Words
@@ -343,42 +330,39 @@ def parser(lang: str = DEFAULT_LANG) -> argparse.ArgumentParser:
                    help=t("package.cli.output_dir"))
     p.add_argument("-q", "--quiet", action="store_true", help=t("package.cli.quiet"))
     p.add_argument("-f", "--force", action="store_true", help=t("package.cli.force"))
-    add_lang_argument(p)
+    add_lang_argument(p, lang)
     return p
 
 
-def _reserved(paths: list[Path], lang: str = DEFAULT_LANG) -> InputError | None:
-    from .report import Words
-
-    t = Words(lang)
+def _reserved(paths: list[Path]) -> InputError | None:
     stems = [p.stem for p in paths]
     duplicates = sorted({s for s in stems if stems.count(s) > 1})
     if duplicates:
-        return ScenarioError(duplicates[0], [Problem("", t("package.errors.same_name"),
-                                                     t("package.errors.same_name_fix"))])
+        return ScenarioError(duplicates[0], [Problem("", Msg("errors.run.same_name.message"),
+                                                     Msg("errors.run.same_name.fix"))])
     for path in paths:
         if f"{path.stem}.html" == INDEX_NAME:
-            return ScenarioError(path, [Problem("", t("package.errors.index_name", index=INDEX_NAME),
-                                                t("package.errors.index_name_fix"))])
+            return ScenarioError(path, [Problem("", Msg("package.errors.index_name", index=INDEX_NAME),
+                                                Msg("package.errors.index_name_fix"))])
     return None
 
 
 def package_main(argv: list[str]) -> int:
-    from .cli import _print_error, print_warnings, terminal_safe, write_reporting
+    from .cli import _print_error, print_warnings, requested_lang, terminal_safe, write_reporting
     from .report import Words
 
-    args = parser(_argv_lang(argv)).parse_args(argv)
-    clash = _reserved(args.scenarios, args.lang or DEFAULT_LANG)
+    args = parser(requested_lang(argv)).parse_args(argv)
+    clash = _reserved(args.scenarios)
     if clash:
-        _print_error(clash)
+        _print_error(clash, args.lang)
         return EXIT_BAD_INPUT
     try:
         plans, outputs = package_outputs(args.scenarios, load_catalog(), args.lang)
     except InputError as err:
-        _print_error(err)
+        _print_error(err, args.lang)
         return EXIT_BAD_INPUT
     t = Words(package_lang(plans, args.lang))
-    result = write_reporting(args.output_dir, outputs, args.force, t("package.cli.what"))
+    result = write_reporting(args.output_dir, outputs, args.force, t("package.cli.what"), t.lang)
     if isinstance(result, int):
         return result
     for plan in plans:
