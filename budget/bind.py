@@ -20,7 +20,7 @@ from .catalog import Catalog
 from .errors import Problem, ScenarioError
 from .i18n import fmt, text
 from .lineitems import InputDef, Model
-from .scenario import PRECISIONS, Scenario, fx_table, resolved_shape
+from .scenario import PRECISIONS, Scenario, fx_table, precision_note, resolved_shape
 
 EXCEL_EPOCH = dt.date(1899, 12, 30)
 
@@ -334,7 +334,7 @@ def _precision(b: Binder) -> dict[str, InputValue]:
         if getattr(mem, name) is not None:
             out[name] = InputValue(float(getattr(mem, name)), b.source_of(path))
         else:
-            out[name] = InputValue(float(preset[index]), source, preset[3])
+            out[name] = InputValue(float(preset[index]), source, precision_note(mem.precision, b.lang))
     return out
 
 

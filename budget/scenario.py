@@ -17,7 +17,7 @@ from pydantic import (AfterValidator, BaseModel, BeforeValidator, ConfigDict, Fi
                       ValidationInfo, field_validator, model_validator)
 
 from .catalog import Catalog
-from .i18n import fmt
+from .i18n import DEFAULT_LANG, fmt
 from .errors import (Msg, Problem, ScenarioError, both, load_yaml, problems_from_validation,
                      rule_error, suggest)
 
@@ -219,13 +219,16 @@ class EfficiencySection(_Section):
 
 
 PRECISIONS = {
-    # name: (weight, gradient, optimizer bytes per parameter, source)
-    "mixed_bf16_adam": (2, 2, 12, "ZeRO (Rajbhandari et al. 2020): bf16 weights and gradients, "
-                                  "fp32 master weights, momentum and variance"),
-    "bf16_adam": (2, 2, 4, "pure bf16 training: bf16 weights, gradients, momentum and variance"),
-    "mixed_bf16_adam8bit": (2, 2, 6, "8-bit Adam (Dettmers et al. 2022): fp32 master weights, "
-                                     "8-bit momentum and variance"),
+    # name: (weight, gradient, optimizer bytes per parameter, the message id of its source)
+    "mixed_bf16_adam": (2, 2, 12, "scenario.precisions.mixed_bf16_adam"),
+    "bf16_adam": (2, 2, 4, "scenario.precisions.bf16_adam"),
+    "mixed_bf16_adam8bit": (2, 2, 6, "scenario.precisions.mixed_bf16_adam8bit"),
 }
+
+
+def precision_note(precision: str, lang: str = DEFAULT_LANG) -> str:
+    """Where a precision preset's bytes per parameter come from, in `lang`."""
+    return fmt(PRECISIONS[precision][3], lang)
 
 
 BytesPerParam = _number(ge=0, le=64)
