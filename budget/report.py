@@ -5,6 +5,10 @@ breakdown, the failure budget, the cost summary, the key assumptions with their 
 the geometry of the HTML's SVG charts, already formatted, so the templates only lay it out.
 HTML is autoescaped; Markdown text from the scenario goes through the `md` filter; both use
 StrictUndefined, so a missing value is an error, not a blank.
+
+Every word is a message of the plan's language (budget/messages/<lang>/report.yaml), which the
+templates ask for as `t("report.x", days=...)`; money, dates and units follow that language's
+formats in the same catalog (`Words`). The Gantt chart's Mermaid data stays ISO.
 """
 
 from __future__ import annotations
