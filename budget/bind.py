@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Callable, Mapping
 
 from .catalog import Catalog
-from .errors import Problem, ScenarioError
+from .errors import Msg, Problem, ScenarioError
 from .i18n import fmt, text
 from .lineitems import InputDef, Model
 from .scenario import PRECISIONS, Scenario, fx_table, precision_note, resolved_shape
@@ -148,10 +148,10 @@ class Binder:
         unknown = sorted(set(self.s.sources) - paths)
         if unknown:
             close = difflib.get_close_matches(unknown[0], sorted(paths), n=1)
-            fix = (fmt("plan.problems.unknown_source.fix_suggest", self.lang, suggestion=close[0]) if close
-                   else text("plan.problems.unknown_source.fix", self.lang))
+            fix = (Msg("plan.problems.unknown_source.fix_suggest", suggestion=close[0]) if close
+                   else Msg("plan.problems.unknown_source.fix"))
             raise ScenarioError(self.file, [Problem(
-                f"sources.{unknown[0]}", text("plan.problems.unknown_source.message", self.lang), fix)])
+                f"sources.{unknown[0]}", Msg("plan.problems.unknown_source.message"), fix)], self.lang)
 
 
 def bind(model: Model, s: Scenario, catalog: Catalog, scenario_file: str = "scenario") -> dict[str, InputValue]:

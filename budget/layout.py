@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from itertools import product
 from typing import Callable, Mapping
 
+from .errors import Msg
 from .i18n import DEFAULT_LANG, fmt, text
 from .lineitems import Model
 from .model import RECOMPUTE_MODES
@@ -33,7 +34,12 @@ MAX_GPUS = 1 << 20
 
 
 class NoLayoutFits(ValueError):
-    """No layout of the allowed space fits in memory or splits the batch."""
+    """No layout of the allowed space fits in memory or splits the batch; `message` says why,
+    as a message id and its figures (rendered in the reader's language)."""
+
+    def __init__(self, message: Msg):
+        super().__init__(message.render())
+        self.message = message
 
 
 @dataclass(frozen=True)
@@ -58,11 +64,14 @@ class Layout:
 
     def describe(self, dp: float, lang: str = DEFAULT_LANG) -> str:
         """The layout in words, as the Parallelism sheet's columns say it."""
-        zero = (fmt("layout.zero.stage", lang, stage=self.zero_stage) if self.zero_stage
-                else text("layout.zero.none", lang))
+        return self.described(dp).render(lang)
+
+    def described(self, dp: float) -> Msg:
+        """The layout in words, in any language (layout.describe.*)."""
+        zero = Msg("layout.zero.stage", stage=self.zero_stage) if self.zero_stage else Msg("layout.zero.none")
         form = "layout.describe.sequence_parallel" if self.sequence_parallel == "yes" else "layout.describe.plain"
-        return fmt(form, lang, tp=self.tp, pp=self.pp, dp=dp, micro_batch=self.micro_batch, zero=zero,
-                   recompute=text(f"layout.recompute.{self.recompute}", lang))
+        return Msg(form, tp=self.tp, pp=self.pp, dp=dp, micro_batch=self.micro_batch, zero=zero,
+                   recompute=Msg(f"layout.recompute.{self.recompute}"))
 
 
 @dataclass(frozen=True)
@@ -178,7 +187,7 @@ def search(evaluate: Evaluator, space: Space, gpu_count: int, keep: int = 10) ->
     candidates = [evaluate(layout, gpu_count) for layout in space.options(gpu_count)]
     fitting = sorted((c for c in candidates if c.fits), key=Candidate.sort_key)
     if not fitting:
-        raise NoLayoutFits(_why_none(candidates, gpu_count, evaluate.lang))
+        raise NoLayoutFits(_why_none(candidates, gpu_count))
     best = fitting[0]
     # Faster layouts that do not fit, the nearest to fitting first: they show what memory costs.
     faster = sorted((c for c in candidates if not c.fits and c.train_days < best.train_days - 1e-9),
@@ -201,12 +210,12 @@ def _distinct(candidates: list[Candidate], n: int) -> list[Candidate]:
     return out
 
 
-def _why_none(candidates: list[Candidate], gpu_count: int, lang: str = DEFAULT_LANG) -> str:
+def _why_none(candidates: list[Candidate], gpu_count: int) -> Msg:
     if not candidates:
-        return fmt("layout.none_fits.no_split", lang, gpu_count=gpu_count)
+        return Msg("layout.none_fits.no_split", gpu_count=gpu_count)
     least = min(candidates, key=lambda c: c.values["memory_per_gpu_gb"])
-    return fmt("layout.none_fits.no_memory", lang, gpu_count=gpu_count,
-               layout=least.layout.describe(least.values["dp_size"], lang),
+    return Msg("layout.none_fits.no_memory", gpu_count=gpu_count,
+               layout=least.layout.described(least.values["dp_size"]),
                memory=least.values["memory_per_gpu_gb"], usable=least.values["usable_hbm_gb"])
 
 
@@ -272,8 +281,7 @@ def smallest_count_for_deadline(evaluate: Evaluator, space: Space, deadline_days
         return result is not None and result.best.values["stretched_training_days"] <= deadline_days * (1 + 1e-12)
 
     if not counts or not meets(len(counts) - 1):
-        raise NoLayoutFits(fmt("layout.none_fits.deadline", evaluate.lang, max_gpus=MAX_GPUS,
-                               deadline=deadline_days))
+        raise NoLayoutFits(Msg("layout.none_fits.deadline", max_gpus=MAX_GPUS, deadline=deadline_days))
     lo, hi = 0, len(counts) - 1
     while lo < hi:
         mid = (lo + hi) // 2
@@ -301,7 +309,7 @@ def _next_smaller(counts: list[int], i: int, at, lang: str = DEFAULT_LANG) -> st
 
 def first_count_that_fits(evaluate: Evaluator, space: Space, start_gpus: int) -> SearchResult:
     """From the memory-first count upward, the first splittable count some layout fits."""
-    last_error = NoLayoutFits(fmt("layout.none_fits.no_count", evaluate.lang, start=start_gpus))
+    last_error = NoLayoutFits(Msg("layout.none_fits.no_count", start=start_gpus))
     for n in [n for n in space.split_counts() if n >= start_gpus][:256]:
         try:
             return search(evaluate, space, n)

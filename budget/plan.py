@@ -13,7 +13,7 @@ from types import MappingProxyType
 from typing import Mapping
 
 from .catalog import Catalog
-from .errors import Problem as _Problem, ScenarioError
+from .errors import Msg, Problem as _Problem, ScenarioError
 from .i18n import DEFAULT_LANG, fmt, text
 from .layout import (LAYOUT_INPUTS, layout_domains, Candidate, Evaluator, Layout, NoLayoutFits, SearchResult, Space,
                      first_count_that_fits, search, smallest_count_for_deadline)
@@ -188,7 +188,7 @@ def build_plan(s: Scenario, catalog: Catalog, scenario_id: str = "scenario",
     try:
         layout = size_and_lay_out(s, catalog, inputs, lookups)
     except NoLayoutFits as err:
-        raise ScenarioError(file, [_no_layout_problem(s, str(err))]) from None
+        raise ScenarioError(file, [_no_layout_problem(s, err.message)], s.language) from None
     inputs.update(layout.inputs)
     searched = "yes" if layout.search is not None else "no"
     inputs["layout_searched"] = InputValue(searched, text("plan.sources.layout_searched", s.language))
@@ -204,9 +204,9 @@ def build_plan(s: Scenario, catalog: Catalog, scenario_id: str = "scenario",
     if values["failure_fraction"] >= 1:
         raise ScenarioError(file, [_Problem(
             "reliability.interruption_rate_per_gpu_hour",
-            fmt("plan.problems.never_ends.message", s.language, mtbi=values["job_mtbi_hours"],
+            Msg("plan.problems.never_ends.message", mtbi=values["job_mtbi_hours"],
                 loss=values["loss_per_interruption_hours"]),
-            text("plan.problems.never_ends.fix", s.language))])
+            Msg("plan.problems.never_ends.fix"))], s.language)
     candidates = tuple(
         MappingProxyType(model.evaluate({**_values(inputs), **c.layout.as_inputs()}, lookups))
         for c in layout.candidates)
@@ -321,10 +321,10 @@ def _ideal_gpus(base: Mapping, deadline_days: float) -> int:
     return max(1, int(ideal_gpu_days / deadline_days))
 
 
-def _no_layout_problem(s: Scenario, why: str):
+def _no_layout_problem(s: Scenario, why: Msg):
     if s.hardware.gpu_count:
-        return _Problem("hardware.gpu_count", why, text("plan.problems.no_layout_at_count.fix", s.language))
-    return _Problem("hardware", why, text("plan.problems.no_layout_for_deadline.fix", s.language))
+        return _Problem("hardware.gpu_count", why, Msg("plan.problems.no_layout_at_count.fix"))
+    return _Problem("hardware", why, Msg("plan.problems.no_layout_for_deadline.fix"))
 
 
 def _evaluate(model, inputs: dict, lookups: Mapping, file: str) -> dict:
@@ -338,20 +338,22 @@ def _evaluate(model, inputs: dict, lookups: Mapping, file: str) -> dict:
             try:
                 compile_items([(item.name, item.expr)])(env, lookups)
             except ZeroDivisionError:
-                raise ScenarioError(file, [_item_problem(model, item.name, "divides_by_zero")]) from None
+                raise ScenarioError(file, [_item_problem(model, item.name, "divides_by_zero")],
+                                    model.lang) from None
             except (OverflowError, ValueError):
-                raise ScenarioError(file, [_item_problem(model, item.name, "cannot_compute")]) from None
+                raise ScenarioError(file, [_item_problem(model, item.name, "cannot_compute")],
+                                    model.lang) from None
         raise
 
 
 def _item_problem(model: Model, name: str, kind: str):
-    """A line item that cannot be computed (plan.problems.<kind>): its label, and the inputs
-    its formula uses as the place to look."""
+    """A line item that cannot be computed (plan.problems.<kind>): its label (the model's
+    message, in the reader's language), and the inputs its formula uses as the place to look."""
     item = model.items.get(name)
-    label = item.label if item is not None else name
+    label = Msg(f"items.{name}.label") if item is not None else name
     refs = ", ".join(sorted(item.expr.refs())) if item is not None else name
-    return _Problem(name, fmt(f"plan.problems.{kind}.message", model.lang, label=label),
-                    fmt(f"plan.problems.{kind}.fix", model.lang, refs=refs))
+    return _Problem(name, Msg(f"plan.problems.{kind}.message", label=label),
+                    Msg(f"plan.problems.{kind}.fix", refs=refs))
 
 
 MAX_PROJECT_DAYS = 36_525   # a century: dates stay displayable, the week grid fits a sheet
@@ -363,15 +365,15 @@ def _check_displayable(model, s: Scenario, values: Mapping, candidates, file: st
     for table in (values, *candidates):
         for name, value in table.items():
             if isinstance(value, float) and not math.isfinite(value):
-                raise ScenarioError(file, [_item_problem(model, name, "not_finite")])
+                raise ScenarioError(file, [_item_problem(model, name, "not_finite")], s.language)
     days = values["project_days"]
     if days > MAX_PROJECT_DAYS:
         training = values["training_end"] - values["training_start"]
         where, fix = (("data.train_tokens", "plan.problems.too_long.fix_tokens") if training > days / 2
                       else ("schedule", "plan.problems.too_long.fix_schedule"))
         raise ScenarioError(file, [_Problem(
-            where, fmt("plan.problems.too_long.message", s.language, years=days / 365.25,
-                       limit=MAX_PROJECT_DAYS / 365.25), text(fix, s.language))])
+            where, Msg("plan.problems.too_long.message", years=days / 365.25, limit=MAX_PROJECT_DAYS / 365.25),
+            Msg(fix))], s.language)
 
 
 def failing(values: Mapping[str, object], model: Model | None = None) -> list:

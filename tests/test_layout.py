@@ -276,10 +276,13 @@ def test_a_pinned_layout_is_explained_in_the_plans_language(catalog):
 
 
 def test_no_layout_fits_is_a_clear_error_in_the_plans_language(catalog):
+    """The problem holds message ids: printed in the scenario's language (or any other)."""
     with pytest.raises(ScenarioError) as err:
         plan_of(_seed(**{"hardware.gpu_count": 8, "language": "zh"}), catalog)
     problem = err.value.problems[0]
-    assert problem.path == "hardware.gpu_count"
+    assert err.value.lang == "zh" and problem.path == "hardware.gpu_count"
+    message = problem.message_in("zh")
     lead = fmt("layout.none_fits.no_memory", "zh", gpu_count=8, layout="\0", memory=0, usable=0).split("\0")[0]
-    assert problem.message.startswith(lead) and not _latin_words(problem.message)
-    assert problem.fix == text("plan.problems.no_layout_at_count.fix", "zh")
+    assert message.startswith(lead) and not _latin_words(message)
+    assert problem.fix_in("zh") == text("plan.problems.no_layout_at_count.fix", "zh")
+    assert problem.message.startswith("no layout of 8 GPUs fits in memory: the leanest (TP ")
