@@ -134,9 +134,53 @@ def put_text(cell, text: str) -> None:
         cell.quotePrefix = True
 
 
+def _wide(ch: str) -> bool:
+    return unicodedata.east_asian_width(ch) in "WF"
+
+
 def display_width(text: str) -> int:
     """The columns a text takes: a CJK (East Asian wide or full-width) character takes two."""
-    return sum(2 if unicodedata.east_asian_width(ch) in "WF" else 1 for ch in text)
+    return sum(2 if _wide(ch) else 1 for ch in text)
+
+
+def has_wide(text: str) -> bool:
+    return any(_wide(ch) for ch in text)
+
+
+def line_height(cjk: bool) -> int:
+    """Points per line of wrapped 11-point text: a CJK face (Noto Sans CJK) sets its lines taller."""
+    return 17 if cjk else 15
+
+
+def wrapped_lines(text: str, per_line: float) -> int:
+    """The lines a text with CJK characters wraps to in a cell `per_line` columns wide: greedy,
+    breaking at spaces and beside any CJK character (each two columns), as a spreadsheet
+    does; a run of Latin letters or digits without spaces (a file name, a dotted key) moves
+    to the next line whole, or breaks inside when it is longer than a line."""
+    per_line = max(per_line, 1.0)
+    lines = 0
+    for paragraph in text.split("\n"):
+        tokens: list[str] = []
+        for ch in paragraph:
+            if ch.isspace():
+                tokens.append(" ")
+            elif _wide(ch) or not tokens or tokens[-1] == " " or _wide(tokens[-1][-1]):
+                tokens.append(ch)
+            else:
+                tokens[-1] += ch
+        lines += 1
+        used, space = 0.0, False
+        for token in tokens:
+            if token == " ":
+                space = used > 0
+                continue
+            need = display_width(token) + (1 if space else 0)
+            if used and used + need > per_line:
+                lines, used, need = lines + 1, 0.0, display_width(token)
+            while need > per_line:        # longer than a line: it breaks inside
+                lines, need = lines + 1, need - per_line
+            used, space = used + need, False
+    return lines
 
 
 _FIELD = re.compile(r"\{(\w+)\}")
@@ -357,6 +401,7 @@ class _Writer:
         last = ws.max_column
         merged = {rng.coord.split(":")[0] for rng in ws.merged_cells.ranges}
         lines: dict[int, int] = {}
+        cjk: set[int] = set()           # rows with CJK text: its lines are taller
         for row in list(ws.iter_rows()):
             for c in row:
                 if c.data_type != "s" or not isinstance(c.value, str) or c.coordinate in merged \
@@ -381,12 +426,16 @@ class _Writer:
                 else:
                     c.alignment = Alignment(wrap_text=True, vertical="top")
                 size = (c.font.sz or 11) / 11 if c.font is not None else 1
-                need = -(-int(display_width(c.value) * size) // max(int(width * 1.1), 1))
+                per_line = max(int(width * 1.1), 1)
+                need = (wrapped_lines(c.value, per_line / size) if has_wide(c.value)
+                        else -(-int(len(c.value) * size) // per_line))
                 lines[c.row] = max(lines.get(c.row, 1), need)
+                if has_wide(c.value):
+                    cjk.add(c.row)
         for r, n in lines.items():
             if n > 1:
                 height = ws.row_dimensions[r].height or 0
-                ws.row_dimensions[r].height = max(height, 15 * n)
+                ws.row_dimensions[r].height = max(height, line_height(r in cjk) * n)
                 for c in ws[r]:          # a tall row reads from its top line
                     if c.value is not None and c.alignment.vertical is None:
                         align = copy(c.alignment)
@@ -678,7 +727,8 @@ class _Writer:
             ws.merge_cells(start_row=row, start_column=1, end_row=row, end_column=last_col)
             width = sum(ws.column_dimensions[get_column_letter(c)].width or 8.43
                         for c in range(1, last_col + 1))
-            ws.row_dimensions[row].height = 15 * (1 + int(display_width(text) * 1.1 // width))
+            ws.row_dimensions[row].height = (line_height(True) * wrapped_lines(text, width / 1.1) if has_wide(text)
+                                             else 15 * (1 + int(len(text) * 1.1 // width)))
         return row
 
     def generated_lines(self) -> list[str]:
@@ -847,7 +897,9 @@ class _Writer:
             put_text(ws.cell(2, 1), s.description)
             ws.cell(2, 1).alignment = Alignment(wrap_text=True, vertical="top")
             ws.merge_cells("A2:D2")
-            ws.row_dimensions[2].height = 15 * (1 + int(display_width(s.description) * 1.1 // 120))
+            ws.row_dimensions[2].height = (line_height(True) * wrapped_lines(s.description, 120 / 1.1)
+                                           if has_wide(s.description)
+                                           else 15 * (1 + int(len(s.description) * 1.1 // 120)))
         put_text(ws.cell(3, 1), m("workbook.summary.version", version=__version__,
                                   scenario=self.plan.scenario_id, digest=self.digest))
         ws.cell(3, 1).font = NOTE_FONT

@@ -425,9 +425,12 @@ def test_the_chinese_book_has_the_english_names_formulas_and_formats(zh_book, bo
 
 
 def test_widths_count_cjk_characters_twice(zh_book):
-    from budget.workbook import display_width
+    from budget.workbook import display_width, wrapped_lines
     assert display_width("GPU 小时") == 8 and display_width("Total (USD)") == 11
     assert display_width("预留金（buffer）") == 6 + 2 + 6 + 2
+    assert wrapped_lines("中" * 40, 35) == 3          # 17 characters (34 columns) a line
+    # a dotted key moves to the next line whole, as the spreadsheet wraps it
+    assert wrapped_lines("场景 gpt3-175b-h100.yaml：data.train_tokens（seed 002 section 1）", 35) == 3
     _, _, wb = zh_book
     ws = wb["Cashflow"]       # a long Chinese label in column A wraps and its row grows
     label = _zh("workbook.cashflow.periods.reserved_term")
