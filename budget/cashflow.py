@@ -46,7 +46,6 @@ from .model import COST_LINES
 from .workbook import NOTE_FONT, SECTION_FONT, live_text, put_text
 
 FIRST_COL = 5          # E: the first month; A label, B sum of months, C Cost sheet, D unit
-MONTH_FORMAT = "mmm yyyy"  # i18n: not text (a number format)
 MONEY = "#,##0"
 DAYS = "#,##0.0"
 PRINT_SCALE = 75       # the months print several pages wide with A:D repeated, like the Timeline
@@ -151,14 +150,15 @@ def write_cashflow(w, ws, plan) -> None:
         put_text(ws.cell(head, c), label)
         ws.cell(head, c).style = "Header"
     fy = v["fiscal_year_start_month"]
+    month_format = tx("workbook.cashflow.month_format")   # "Jan 2027", "2027年1月"
     cal_years, fis_years = [], []
     for m in range(n):
         col = FIRST_COL + m
         x, prev = get_column_letter(col), get_column_letter(col - 1)
         text = "DATE(YEAR(start_date),MONTH(start_date),1)" if m == 0 else f"{prev}{ends}"
-        cell = w.formula(ws, head, col, text, starts[m], MONTH_FORMAT)
+        cell = w.formula(ws, head, col, text, starts[m], month_format)
         cell.style = "Header"
-        cell.number_format = MONTH_FORMAT
+        cell.number_format = month_format
         w.formula(ws, ends, col, f"DATE(YEAR({x}{head}),MONTH({x}{head})+1,1)", month_ends[m], "yyyy-mm-dd")
         day = from_serial(starts[m])
         cal_years.append(float(day.year))
