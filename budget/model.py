@@ -326,7 +326,8 @@ def _inputs(b: ModelBuilder) -> _Inputs:
         kind = "fraction" if spread == "points" else "number"
         label, cite = b.text(f"uncertain.{key}.label"), b.text(f"uncertain.{key}.cite")
         for end, value in (("low", low), ("high", high)):
-            figure = f"{value:+g}" if spread == "points" else f"{value:g}"
+            # A spread in points is stored as a fraction (0.10) and read as percentage points.
+            figure = f"{value * 100:+g}" if spread == "points" else f"{value:g}"
             add(f"unc_{key}_{end}", unit, kind=kind, minimum=-1 if spread == "points" else 0, maximum=10,
                 path=f"uncertainty.{key}.{end}",
                 label=b.text(f"uncertain.input.label_{spread}").format(
