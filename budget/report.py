@@ -268,13 +268,25 @@ def _memo_applies(name: str, v) -> bool:
     return bool(v[name])
 
 
+CHART_WIDTH, AMOUNT_ROOM = 700.0, 120.0   # the SVG's width; room right of a bar for its amount
+CHART_EM, CHART_COLUMN_EM = 11.0, 0.56    # svg text is 11px; a Latin character ~0.56 em, CJK ~1 em
+
+
+def _label_room(labels) -> float:
+    """Left of the bars: room for the longest label line (CJK counted double), 160-400 units."""
+    from .workbook import display_width
+    longest = max((display_width(line) for label in labels for line in label.split("\n")), default=0)
+    return min(max(160.0, round(longest * CHART_COLUMN_EM * CHART_EM + 12)), 400.0)
+
+
 def _cost_chart(plan: Plan, words: Words) -> dict:
     v, cur = plan.values, plan.scenario.prices.currency
     model = plan.model or build_model(plan.lang)
     lines = [(model.items[name].label, v[name]) for name in REPORT_LINES if v[name]] + [
         (words("report.cost.chart_memo", label=model.items["rental_cost"].label), v["rental_cost"])]
     biggest = max((amount for _, amount in lines), default=1.0) or 1.0
-    left, width, row = 250.0, 330.0, 26.0
+    left, row = _label_room(label for label, _ in lines), 26.0
+    width = CHART_WIDTH - left - AMOUNT_ROOM
     bars = [Bar(label, left, 10 + n * row, max(amount / biggest * width, 1.0),
                 "#8faadc" if n < len(lines) - 1 else "#d0cece", words.money(amount, cur))
             for n, (label, amount) in enumerate(lines)]
