@@ -56,6 +56,7 @@ from pathlib import Path
 
 from . import __version__
 from .errors import InputError, Msg, Problem
+from .i18n import DEFAULT_LANG
 
 LOCK_NAME = ".trainbudget.lock"
 MANIFEST_NAME = ".trainbudget-manifest.json"
@@ -96,7 +97,7 @@ class OutputsRefused(OutputError):
         self.errors = errors
         super().__init__(errors[0].file, [p for e in errors for p in e.problems])
 
-    def render(self, lang: str = "en") -> str:
+    def render(self, lang: str = DEFAULT_LANG) -> str:
         return "\n".join(e.render(lang) for e in self.errors)
 
     def each(self) -> list[OutputError]:

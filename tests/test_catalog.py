@@ -80,3 +80,22 @@ def test_catalog_rejects_unknown_keys(tmp_path):
     with pytest.raises(CatalogError) as err:
         load_catalog(folder)
     assert err.value.problems[0].path == "models[0].layer"
+
+
+def test_a_broken_catalog_is_reported_in_the_runs_language(tmp_path, capsys):
+    """A catalog file is the user's to fix too: its problems are messages like a scenario's."""
+    from budget.cli import _print_error
+
+    folder = _copy_catalogs(tmp_path)
+    path = folder / "accelerators.yaml"
+    path.write_text(path.read_text().replace("source: mleng_accel, as_of: 2026-08-22, note: \"989.4",
+                                             "source: nowhere, as_of: 2026-08-22, note: \"989.4", 1))
+    with pytest.raises(CatalogError) as err:
+        load_catalog(folder)
+    _print_error(err.value, "zh")
+    assert capsys.readouterr().err == (
+        f"错误：{path}: accelerators[0].peak_bf16_tflops.source: 来源 'nowhere' 未在 sources 中列出\n"
+        "  处理办法：请在 sources 中添加它的完整引用\n")
+    assert err.value.render() == (
+        f"{path}: accelerators[0].peak_bf16_tflops.source: source 'nowhere' is not listed under sources\n"
+        "  fix: add it to sources with a full citation")

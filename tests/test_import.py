@@ -7,6 +7,7 @@ what LibreOffice computed, name by name.
 
 from __future__ import annotations
 
+import copy
 import datetime as dt
 import io
 from pathlib import Path
@@ -17,11 +18,13 @@ import yaml
 
 from budget.bind import unbind
 from budget.cli import main
+from budget import i18n
+from budget.i18n import MESSAGES_DIR as MESSAGES
 from budget.importer import WorkbookError, import_workbook
 from budget.model import build_model
 from budget.recalc import read_values, recalculate, relative_difference
 from budget.workbook import write_workbook
-from support import SCENARIOS, plan_of, raw, require_soffice
+from support import SCENARIOS, plan_of, raw, require_soffice, with_changes
 
 BUNDLED = ("gpt3-175b-h100", "gpt3-175b-a100", "llama3-70b-h100-deadline")
 TOLERANCE = 1e-9
@@ -241,3 +244,98 @@ def test_not_a_workbook_is_a_clear_error(tmp_path, catalog):
     with pytest.raises(WorkbookError) as err:
         import_workbook(path, catalog)
     assert "not an .xlsx workbook" in err.value.problems[0].message
+
+
+# --- a Chinese workbook reads as the English one ---------------------------------------------------
+ZH_CATALOGS = [MESSAGES / "zh" / f"{area}.yaml" for area in ("model", "workbook", "importer")]
+
+
+def _zh_books_or_skip():
+    missing = [p.name for p in ZH_CATALOGS if not p.is_file()]
+    if missing:
+        pytest.skip(f"a Chinese workbook needs budget/messages/zh/{', '.join(missing)}")
+
+
+def _book(tmp_path, catalog, stem, lang, edits=None, new_row=None):
+    """A scenario's workbook written in `lang`, edited by defined names as a reviewer would."""
+    plan = plan_of(with_changes(raw(SCENARIOS / f"{stem}.yaml"), {"language": lang}), catalog, stem)
+    book = write_workbook(plan)
+    path = tmp_path / f"{stem}-{lang}.xlsx"
+    if edits or new_row:
+        _edit(book.data, book.names, edits or {}, path, new_row)
+    else:
+        path.write_bytes(book.data)
+    return path, book
+
+
+@pytest.mark.parametrize("stem", (*BUNDLED, "gpt3-175b-h800-cny"))
+def test_a_chinese_workbook_imports_to_the_english_ones_scenario(tmp_path, catalog, stem):
+    """Generated with --lang zh, as generated and as a reviewer edited it: the same scenario as
+    the English book gives, the language kept, the comments in Chinese; nothing is read by the
+    text a cell shows."""
+    _zh_books_or_skip()
+    edits = EDITS.get(stem, {"buffer_rate": 0.25, "queue_days": 20})
+    for edits, new_row in (({}, None), (edits, NEW_ACCELERATOR if stem == "gpt3-175b-h100" else None)):
+        en = import_workbook(_book(tmp_path, catalog, stem, "en", edits, new_row)[0], catalog)
+        zh = import_workbook(_book(tmp_path, catalog, stem, "zh", edits, new_row)[0], catalog)
+        assert (en.lang, zh.lang) == ("en", "zh")
+        assert "language" not in en.data and zh.data["language"] == "zh"
+        assert yaml.safe_load(zh.text) == zh.data and yaml.safe_load(en.text) == en.data
+        same = {lang: copy.deepcopy(book.data) for lang, book in (("en", en), ("zh", zh))}
+        same["zh"].pop("language")
+        for lang, data in same.items():
+            for row in data.get("catalog", {}).get("accelerators", []):
+                if row["id"] == "my_gpu":   # typed without a source: says so in the book's language
+                    assert row.pop("source") == i18n.text("importer.added_in_workbook", lang)
+        assert same["zh"] == same["en"]
+        assert zh.data["sources"] and zh.data["sources"] == en.data["sources"]   # read by the zh template
+        assert zh.text.startswith(f"# 由 trainbudget 从工作簿 {stem}-zh.xlsx 导入")
+    # and the imported Chinese scenario plans to the English one's figures
+    assert dict(plan_of(zh.data, catalog, stem).values) == dict(plan_of(en.data, catalog, stem).values)
+
+
+def test_a_chinese_workbooks_errors_and_warnings_are_chinese(tmp_path, capsys, catalog):
+    _zh_books_or_skip()
+    path, book = _book(tmp_path, catalog, "gpt3-175b-h100", "zh", {"gpu_count": "lots"})
+    target = tmp_path / "out.yaml"
+    assert main(["import", str(path), "-o", str(target)]) == 2
+    out, err = capsys.readouterr()
+    lines = err.splitlines()
+    assert out == "" and not target.exists() and len(lines) == 2
+    assert lines[0] == f"错误：{path}: {book.names['gpu_count']} (gpu_count): 应填数字的地方是 'lots'"
+    assert lines[1].startswith("  处理办法：请输入一个数字（")
+    assert main(["import", str(path), "--lang", "en", "-o", str(target)]) == 2     # --lang wins
+    assert capsys.readouterr().err.startswith(f"error: {path}: {book.names['gpu_count']} (gpu_count): holds 'lots'")
+    # a value the scenario refuses names the field, and the fix says where to change it
+    path, book = _book(tmp_path, catalog, "gpt3-175b-h100", "zh", {"gpu_count": 500})
+    assert main(["import", str(path), "-o", str(target)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"错误：{path}: parallelism.pp: tp 4 x pp 8 = 32 不能整除 gpu_count 500")
+    assert err.endswith("（在工作簿中该字段对应的单元格里修改）\n")
+    # the search's inputs changed: the warning in Chinese, the scenario written
+    path, _ = _book(tmp_path, catalog, "llama3-70b-h100-deadline", "zh", {"gpu_type": "nvidia_h200_sxm"})
+    assert main(["import", str(path), "-o", str(target)]) == 0
+    out, err = capsys.readouterr()
+    assert err.startswith(f"警告：{path}: GPU 数量和并行布局是并行布局搜索针对其他输入选定的"
+                          "（hardware.accelerator: nvidia_h100_sxm -> nvidia_h200_sxm）")
+    assert out == f"  已写入 {target}\n"
+    text = target.read_text(encoding="utf-8")
+    assert "  accelerator: nvidia_h200_sxm  # 生成时为 nvidia_h100_sxm" in text
+    assert yaml.safe_load(text)["language"] == "zh"
+
+
+def test_the_books_language_is_its_language_property_else_its_subject():
+    from types import SimpleNamespace
+
+    from budget import i18n
+    from budget.importer import book_language
+
+    def props(language=None, subject=None):
+        return SimpleNamespace(language=language, subject=subject)
+
+    assert book_language(props("zh-CN")) == "zh" and book_language(props("en")) == "en"
+    assert book_language(props()) == "en" and book_language(props("xx", "a subject")) == "en"
+    for lang in i18n.languages():
+        subject = i18n.catalog(lang).get("workbook.properties.subject")
+        if subject:
+            assert book_language(props(subject=subject)) == lang

@@ -231,3 +231,23 @@ def test_generate_py_builds_the_options_scenario(tmp_path):
     assert "gpt3-175b-options: 512 x" in proc.stdout
     for suffix in (".xlsx", ".md", ".html"):
         assert (tmp_path / f"gpt3-175b-options{suffix}").stat().st_size > 0
+
+
+def test_an_options_problems_are_in_the_scenarios_language(catalog):
+    """The option's path is in the Chinese fix as in the English one."""
+    data = _with_options({"name": "bad", "hardware": {"gpu_count": -3}},
+                         {"name": data_name(), "hardware": {"gpu_count": 256}})
+    data["language"] = "zh"
+    with pytest.raises(ScenarioError) as err:
+        option_scenarios(data, "s.yaml", catalog)
+    assert err.value.lang == "zh"
+    first, second = err.value.problems
+    assert first.path == "options[0].hardware.gpu_count"
+    assert first.message_in("zh") == "应大于 0（实际为 -3）"
+    assert first.fix_in("zh") == "将 options[0].hardware.gpu_count 设为大于 0 的数"
+    assert first.fix == "set options[0].hardware.gpu_count to a number greater than 0"
+    assert second.message_in("zh") == f"名称 {data_name()!r} 已被 基准场景 使用"
+
+
+def data_name() -> str:
+    return raw(SEED_H100)["name"]

@@ -361,3 +361,31 @@ def test_a_folder_in_place_of_an_output_is_refused_even_with_force(tmp_path, cap
     assert code == 2
     assert err.startswith(f"error: {out / STEM}.html: is a folder, so the output cannot take "
                           "its place\n")
+
+
+def test_the_output_folders_errors_are_in_the_runs_language(tmp_path, capsys):
+    """A Chinese scenario's run (or --lang zh) says why the folder cannot take it in Chinese;
+    a folder's problem is about no one scenario, so --lang en wins over the scenario."""
+    target = tmp_path / "report.txt"
+    target.write_text("not a folder", encoding="utf-8")
+    chinese = tmp_path / STEM / f"{STEM}.yaml"
+    chinese.parent.mkdir()
+    chinese.write_text("language: zh\n" + SEED_H100.read_text(encoding="utf-8"), encoding="utf-8")
+    zh = f"错误：{target}: 是文件，不是文件夹\n  处理办法：请用 -o DIR 选择一个文件夹，或把该文件移走\n"
+    for args, expected in (((chinese,), zh), ((SEED_H100, "--lang", "zh"), zh),
+                           ((chinese, "--lang", "en"), f"error: {target}: is a file, not a folder\n"
+                            "  fix: choose a folder with -o DIR, or move the file out of the way\n")):
+        code, stdout, err = _run(capsys, *args, "-o", target)
+        assert (code, stdout, err) == (2, "", expected)
+    assert target.read_text(encoding="utf-8") == "not a folder"
+
+
+def test_a_refused_workbook_tells_how_to_keep_the_edits_in_chinese(tmp_path, capsys):
+    out = tmp_path / "out"
+    assert _run(capsys, SEED_H100, "-o", out, "-q")[0] == 0
+    (out / f"{STEM}.xlsx").write_bytes(b"edited by a reviewer")
+    code, _, err = _run(capsys, SEED_H100, "-o", out, "--lang", "zh")
+    assert code == 2
+    assert err == (f"错误：{out / STEM}.xlsx: trainbudget 写入之后已被修改\n"
+                   f"  处理办法：请用 'trainbudget import {out / STEM}.xlsx -o SCENARIO.yaml' 把修改带回场景，"
+                   "或加 --force 覆盖\n")

@@ -154,13 +154,13 @@ ISSUE_CASES = {
 }
 
 
-def _lines_are_error_fix_pairs(err: str) -> list[str]:
+def _lines_are_error_fix_pairs(err: str, error: str = "error: ", fix: str = "  fix: ") -> list[str]:
     lines = err.split("\n")
     assert lines[-1] == "", "stderr ends with a line break"
     lines = lines[:-1]
     assert lines and len(lines) % 2 == 0, err
-    assert all(line.startswith("error: ") for line in lines[0::2]), err
-    assert all(line.startswith("  fix: ") for line in lines[1::2]), err
+    assert all(line.startswith(error) for line in lines[0::2]), err
+    assert all(line.startswith(fix) for line in lines[1::2]), err
     assert not re.search(r"[\x00-\x09\x0b-\x1f\x7f-\x9f\u2028\u2029\ud800-\udfff]", err), \
         "no raw control character reaches the terminal"
     return lines
@@ -180,6 +180,29 @@ def test_issue_case_exits_2_with_a_message_and_writes_nothing(tmp_path, capsys, 
     lines = _lines_are_error_fix_pairs(err)
     assert lines[0].startswith(f"error: {terminal_safe(path)}: "), "the file as given, escaped"
     assert fragment in err, err
+    assert not out_dir.exists()
+
+
+# The issue's cases in a Chinese scenario (every file that parses): the same shape of message in
+# Chinese, as escaped, and nothing written.
+ZH_CASES = sorted(case for case, (name, text, _) in ISSUE_CASES.items()
+                  if name == "s.yaml" and not case.startswith(("nested", "date-30", "5000-digit", "list-as-key",
+                                                                "nul-", "size-over", "lone-surrogate")))
+
+
+@pytest.mark.parametrize("case", ZH_CASES)
+def test_issue_case_in_a_chinese_scenario_is_reported_in_chinese(tmp_path, capsys, case):
+    name, text, _ = ISSUE_CASES[case]
+    path = tmp_path / name
+    path.write_text("language: zh\n" + text, encoding="utf-8", newline="")
+    out_dir = tmp_path / "out"
+    with time_limit(30):
+        code = main([str(path), "-o", str(out_dir)])
+    out, err = capsys.readouterr()
+    assert code == 2 and out == "", err
+    lines = _lines_are_error_fix_pairs(err, "错误：", "  处理办法：")
+    assert lines[0].startswith(f"错误：{terminal_safe(path)}: "), "the file as given, escaped"
+    assert re.search(r"[\u4e00-\u9fff]", lines[0].split(": ", 2)[-1]), "the message is Chinese"
     assert not out_dir.exists()
 
 

@@ -85,3 +85,71 @@ def test_sources_must_cite_known_fields(catalog):
     with pytest.raises(ScenarioError) as err:
         build_plan(s, catalog)
     assert err.value.problems[0].path == "sources.prices.gpu"
+
+
+# Each kind of pydantic error a scenario meets, said by the catalog in every language (not
+# pydantic's own English as a fallback).
+PYDANTIC_KINDS = {
+    "int_parsing": {"hardware.gpu_count": "x"},
+    "int_from_float": {"hardware.gpu_count": 1.5},
+    "greater_than": {"hardware.gpu_count": 0},
+    "greater_than_equal": {"buffer_rate": -0.1},
+    "less_than_equal": {"hardware.mfu": 1.5, "hardware.effective_tflops": None},
+    "less_than": {"prices.spot.discount": 1},
+    "float_parsing": {"buffer_rate": "x"},
+    "float_type": {"buffer_rate": [1]},
+    "literal_error": {"parallelism.recompute": "some"},
+    "bool_parsing": {"memory.flash_attention": "maybe"},
+    "model_type": {"hardware": [1]},
+    "dict_type": {"sources": [1]},
+    "list_type": {"staffing": 3},
+    "date_from_datetime_parsing": {"schedule.start_date": "soon"},
+    "string_type": {"prices.catalog": 3},
+    "string_pattern_mismatch": {"prices.currency": "usd"},
+    "missing": {"data": None},
+    "extra_forbidden": {"hardware.gpu_cont": 3},
+    "count": {"data.train_tokens": "lots"},
+    "start_date": {"schedule.start_date": "1899-12-31"},
+}
+
+
+@pytest.mark.parametrize("kind", sorted(PYDANTIC_KINDS))
+def test_each_problem_is_said_by_the_catalog_in_chinese(catalog, kind):
+    import re
+    import datetime as dt
+
+    changes = dict(PYDANTIC_KINDS[kind])
+    if kind == "start_date":
+        changes["schedule.start_date"] = dt.date(1899, 12, 31)
+    data = with_changes(raw(SEED_H100), {"language": "zh", **changes})
+    with pytest.raises(ScenarioError) as err:
+        parse_scenario(data, "s.yaml", catalog)
+    assert err.value.lang == "zh"
+    problem = err.value.problems[0]
+    for text in (problem.message_in("zh"), problem.fix_in("zh")):
+        assert re.search(r"[\u4e00-\u9fff]", text), (kind, text)
+    assert problem.path_in("zh") == problem.path     # field paths are never translated
+    assert not re.search(r"[\u4e00-\u9fff]", problem.message + problem.fix)
+
+
+def test_an_english_scenarios_problems_carry_no_language(catalog):
+    with pytest.raises(ScenarioError) as err:
+        parse_scenario(with_changes(raw(SEED_H100), {"hardware.gpu_count": 0}), "s.yaml", catalog)
+    assert err.value.lang is None        # printed in --lang's language, else English
+    with pytest.raises(ScenarioError) as err:
+        parse_scenario(with_changes(raw(SEED_H100), {"language": "xx"}), "s.yaml", catalog)
+    assert err.value.lang is None
+    assert (err.value.problems[0].path, err.value.problems[0].message) == ("language", "unknown language 'xx'")
+    assert err.value.problems[0].fix_in("zh") == "请使用以下之一：en, zh"
+
+
+def test_yaml_errors_are_said_by_the_catalog(tmp_path, catalog):
+    path = tmp_path / "dup.yaml"
+    path.write_text("name: x\nname: y\n", encoding="utf-8")
+    with pytest.raises(ScenarioError) as err:
+        load_scenario(path, catalog)
+    problem = err.value.problems[0]
+    assert (problem.path, problem.message, problem.fix) == (
+        "line 2, column 1", "this is not valid YAML: duplicate key 'name' (first at line 1)", "give each key once")
+    assert (problem.path_in("zh"), problem.message_in("zh"), problem.fix_in("zh")) == (
+        "第 2 行第 1 列", "不是有效的 YAML：重复的键 'name'（首次出现在第 1 行）", "每个键只写一次")
