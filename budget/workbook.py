@@ -28,7 +28,7 @@ from openpyxl.worksheet.page import PageMargins
 
 from . import __version__
 from .formula import IF, ISERROR, OR, ROUND, Expr, Ref, Text, compile_items, lift
-from .i18n import Messages
+from .i18n import DEFAULT_LANG, Messages, text
 from .lineitems import InputDef, Item
 from .model import build_model
 from .model import ACCELERATOR_TABLE, AFTER_SUBTOTAL, COST_LINES, FX_TABLE, MEMO_LINES
@@ -1043,6 +1043,11 @@ class _Writer:
         p.revision = self.digest
         p.description = self.m("workbook.properties.description", version=__version__,
                                scenario=self.plan.scenario_id, digest=self.digest)
+        # The language tag (zh-CN) lets `import` tell the book's language without reading its
+        # words; English books carry none, as before languages existed (their bytes unchanged).
+        tag = self.m("report.html_lang")
+        if tag != text("report.html_lang", DEFAULT_LANG):
+            p.language = tag
         self.wb.calculation.fullCalcOnLoad = True
 
     def wide_sheets(self) -> None:

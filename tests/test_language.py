@@ -163,3 +163,13 @@ def test_the_zh_example_is_priced_in_yuan_on_a_domestic_quote(catalog):
     for key in ("prices.catalog", "prices.storage_per_gb_month", "staffing", "hardware.mfu"):
         assert s.sources[key], key
     assert CJK.search(s.name) and CJK.search(s.description)
+
+
+def test_a_chinese_book_says_its_language(books):
+    """zh-CN in the book's properties (what `import` reads first); English books carry none."""
+    from budget.importer import book_language
+
+    zh = openpyxl.load_workbook(books["zh-example"]["zh"][1])
+    en = openpyxl.load_workbook(books["zh-example"]["en"][1])
+    assert zh.properties.language == "zh-CN" and en.properties.language is None
+    assert (book_language(zh.properties), book_language(en.properties)) == ("zh", "en")
