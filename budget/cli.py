@@ -134,10 +134,10 @@ def terminal_safe(text: object) -> str:
                    for ch in str(text))
 
 
-def write_reporting(outdir: Path, outputs, force: bool, what, lang: str | None = None):
+def write_reporting(outdir: Path, outputs, force: bool, written_id: str, lang: str | None = None):
     """Write a run's files (budget/output.py); the result, or the exit status after printing why
-    nothing (or everything, before a signal) was written. `what` names the set in messages (a
-    Msg, or text in `lang`)."""
+    nothing (or everything, before a signal) was written. `written_id` is the whole sentence
+    printed when a signal arrives after every file was written ({folder}, {signal})."""
     lang = lang or DEFAULT_LANG
     try:
         result = write_outputs(outdir, outputs, force=force, version=__version__)
@@ -148,8 +148,7 @@ def write_reporting(outdir: Path, outputs, force: bool, what, lang: str | None =
     except Interrupted as stop:
         name = signal.Signals(stop.signum).name
         if stop.written:
-            print(terminal_safe(fmt("cli.interrupted.written", lang, folder=outdir, signal=name,
-                                    what=text_in(what, lang))), file=sys.stderr)
+            print(terminal_safe(fmt(written_id, lang, folder=outdir, signal=name)), file=sys.stderr)
         else:
             _print_error(InputError(outdir, [Problem("", Msg("errors.run.interrupted.message", signal=name),
                                                      Msg("errors.run.interrupted.fix"))]), lang)
@@ -270,7 +269,7 @@ def main(argv: list[str] | None = None) -> int:
         _print_error(err, args.lang)
         return EXIT_BAD_INPUT
     lang = args.lang or run_language(plans)
-    result = write_reporting(args.output_dir, outputs, args.force, Msg("cli.interrupted.outputs"), lang)
+    result = write_reporting(args.output_dir, outputs, args.force, "cli.interrupted.written", lang)
     if isinstance(result, int):
         return result
     written = result.paths

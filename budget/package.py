@@ -362,7 +362,7 @@ def package_main(argv: list[str]) -> int:
         _print_error(err, args.lang)
         return EXIT_BAD_INPUT
     t = Words(package_lang(plans, args.lang))
-    result = write_reporting(args.output_dir, outputs, args.force, t("package.cli.what"), t.lang)
+    result = write_reporting(args.output_dir, outputs, args.force, "package.cli.interrupted_written", t.lang)
     if isinstance(result, int):
         return result
     for plan in plans:
