@@ -157,7 +157,7 @@ class Binder:
 def bind(model: Model, s: Scenario, catalog: Catalog, scenario_file: str = "scenario") -> dict[str, InputValue]:
     """Every assumption input of `model` (not the search's outputs or workbook structure)."""
     b = Binder(s, catalog, scenario_file)
-    special = {**_shape(b), **_utilisation(b), **_precision(b), **_staffing(b), **_gpu_price(b),
+    special = {**_shape(b, model), **_utilisation(b), **_precision(b), **_staffing(b), **_gpu_price(b),
                **_catalog_defaults(b)}
     out: dict[str, InputValue] = {}
     for d in model.inputs.values():
@@ -278,12 +278,45 @@ def fx_rows(s: Scenario, catalog: Catalog):
     return tuple({"id": c, "rate": float(rates[c][0])} for c in codes), tuple(rates[c][1] for c in codes)
 
 
-def _shape(b: Binder) -> dict[str, InputValue]:
+# The shape's details: input -> (key of resolved_shape, scenario path, codec, value when absent).
+# Absent, the optional ones are blank cells (the formulas' defaults: the old GPT shape).
+SHAPE_DETAIL_INPUTS = {
+    "active_params_override": ("active_params", "model.active_params", "count", None),
+    "num_kv_heads": ("num_kv_heads", "model.num_kv_heads", "number", None),
+    "head_dim": ("head_dim", "model.head_dim", "number", None),
+    "ffn_hidden_size": ("ffn_hidden_size", "model.ffn_hidden_size", "number", None),
+    "activation": ("activation", "model.activation", "text", "gelu"),
+    "tied_embeddings": ("tied_embeddings", "model.tied_embeddings", "yesno", True),
+    "position_embeddings": ("position_embeddings", "model.position_embeddings", "text", "learned"),
+    **{f"moe_{f}": (f"moe_{f}", f"model.moe.{f}", "number", None)
+       for f in ("experts", "experts_per_token", "shared_experts", "expert_ffn_hidden_size",
+                 "first_dense_layers", "layer_freq")},
+    **{f"mla_{f}": (f"mla_{f}", f"model.mla.{f}", "number", None)
+       for f in ("q_lora_rank", "kv_lora_rank", "rope_head_dim", "v_head_dim")},
+}
+
+
+def _shape_details(b: Binder, model: Model, shape: dict, preset_src: str) -> dict[str, InputValue]:
+    out = {}
+    for name, (key, path, codec, default) in SHAPE_DETAIL_INPUTS.items():
+        if name not in model.inputs:
+            continue
+        value = shape.get(key)
+        if value is None:
+            encoded = None if default is None else CODECS[codec].encode(default)
+            out[name] = InputValue(encoded, model.inputs[name].cite or b.text("default"))
+            continue
+        source = b.source_of(path) if path in b.explicit else preset_src
+        out[name] = InputValue(CODECS[codec].encode(value), source)
+    return out
+
+
+def _shape(b: Binder, model: Model) -> dict[str, InputValue]:
     s, catalog = b.s, b.catalog
     shape = resolved_shape(s, catalog)
     preset_src = (b.text("preset", preset=s.model.preset, source=catalog.model(s.model.preset).source)
                   if s.model.preset else "")
-    out = {}
+    out = _shape_details(b, model, shape, preset_src)
     for name, field in SHAPE_INPUTS.items():
         path = "data.global_batch_sequences" if field == "global_batch_sequences" else f"model.{field}"
         if path in b.explicit and shape.get(field) is not None and field not in shape.get("derived", ()):

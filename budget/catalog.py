@@ -71,18 +71,54 @@ class Accelerator(_Strict):
         return self
 
 
+_Positive = Annotated[int, Field(gt=0)]
+_NonNegative = Annotated[int, Field(ge=0)]
+
+
+class PresetMoE(_Strict):
+    """Mixture of experts as published (the scenario's model.moe has the same keys)."""
+    experts: _Positive
+    experts_per_token: _Positive
+    shared_experts: _NonNegative = 0
+    expert_ffn_hidden_size: _Positive
+    first_dense_layers: _NonNegative = 0
+    layer_freq: _Positive = 1
+
+
+class PresetMLA(_Strict):
+    """Multi-head latent attention's ranks as published (the scenario's model.mla)."""
+    q_lora_rank: _Positive | None = None
+    kv_lora_rank: _Positive
+    rope_head_dim: _NonNegative
+    v_head_dim: _Positive
+
+
 class ModelPreset(_Strict):
+    """A published shape. Left out, a detail is the old GPT shape's (K/V heads = heads, FFN 4·h
+    GeLU, one shared embedding matrix, learned positions, dense); `params` and `active_params`
+    are the published counts, the shape's own count is checked against them."""
     id: str
     name: str
     params: Annotated[float, Field(gt=0)]
-    layers: Annotated[int, Field(gt=0)]
-    hidden_size: Annotated[int, Field(gt=0)]
-    attention_heads: Annotated[int, Field(gt=0)]
-    seq_len: Annotated[int, Field(gt=0)]
-    vocab_size: Annotated[int, Field(gt=0)]
-    global_batch_sequences: Annotated[int, Field(gt=0)]
+    active_params: Annotated[float, Field(gt=0)] | None = None
+    layers: _Positive
+    hidden_size: _Positive
+    attention_heads: _Positive
+    num_kv_heads: _Positive | None = None
+    head_dim: _Positive | None = None
+    ffn_hidden_size: _Positive | None = None
+    activation: Literal["gelu", "swiglu"] | None = None
+    tied_embeddings: bool | None = None
+    position_embeddings: Literal["learned", "rotary"] | None = None
+    moe: PresetMoE | None = None
+    mla: PresetMLA | None = None
+    seq_len: _Positive
+    max_context: _Positive | None = None
+    vocab_size: _Positive
+    global_batch_sequences: _Positive | None = None   # None: not published
     source: str
     as_of: dt.date
+    note: str = ""
 
 
 Currency = Annotated[str, Field(pattern=r"^[A-Z]{3}$")]

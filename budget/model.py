@@ -31,6 +31,8 @@ FX_FACTORS = (("fx_gpu", "price_currency"), ("fx_storage", "storage_price_curren
               ("fx_electricity", "electricity_currency"), ("fx_staff", "staff_currency"),
               ("fx_plausibility", "plausibility_currency"))
 YES_NO = ("yes", "no")
+ACTIVATIONS = ("gelu", "swiglu")
+POSITIONS = ("learned", "rotary")
 
 
 @lru_cache(maxsize=None)
@@ -144,6 +146,32 @@ def _inputs(b: ModelBuilder) -> _Inputs:
     add("attention_heads", "heads", kind="integer", minimum=1, path="model.attention_heads")
     add("seq_len", "tokens", kind="integer", minimum=1, path="model.seq_len")
     add("vocab_size", "tokens", kind="integer", minimum=1, path="model.vocab_size")
+    # The shape's details (issue 12); blank or default, each is the old GPT shape's.
+    add("active_params_override", "parameters", minimum=1, optional=True, path="model.active_params",
+        codec="count")
+    add("num_kv_heads", "heads", kind="integer", minimum=1, optional=True, path="model.num_kv_heads")
+    add("head_dim", "width", kind="integer", minimum=1, optional=True, path="model.head_dim")
+    add("ffn_hidden_size", "width", kind="integer", minimum=1, optional=True, path="model.ffn_hidden_size")
+    add("activation", "mode", kind="choice", choices=ACTIVATIONS, path="model.activation", codec="text")
+    add("tied_embeddings", "yes/no", kind="choice", choices=YES_NO, path="model.tied_embeddings",
+        codec="yesno")
+    add("position_embeddings", "mode", kind="choice", choices=POSITIONS, path="model.position_embeddings",
+        codec="text")
+    add("moe_experts", "experts", kind="integer", minimum=1, optional=True, path="model.moe.experts")
+    add("moe_experts_per_token", "experts", kind="integer", minimum=1, optional=True,
+        path="model.moe.experts_per_token")
+    add("moe_shared_experts", "experts", kind="integer", minimum=0, optional=True,
+        path="model.moe.shared_experts")
+    add("moe_expert_ffn_hidden_size", "width", kind="integer", minimum=1, optional=True,
+        path="model.moe.expert_ffn_hidden_size")
+    add("moe_first_dense_layers", "layers", kind="integer", minimum=0, optional=True,
+        path="model.moe.first_dense_layers")
+    add("moe_layer_freq", "layers", kind="integer", minimum=1, optional=True, path="model.moe.layer_freq")
+    add("mla_q_lora_rank", "width", kind="integer", minimum=1, optional=True, path="model.mla.q_lora_rank")
+    add("mla_kv_lora_rank", "width", kind="integer", minimum=1, optional=True, path="model.mla.kv_lora_rank")
+    add("mla_rope_head_dim", "width", kind="integer", minimum=0, optional=True,
+        path="model.mla.rope_head_dim")
+    add("mla_v_head_dim", "width", kind="integer", minimum=1, optional=True, path="model.mla.v_head_dim")
 
     b.input_section("data_and_batch")
     add("train_tokens", "tokens", minimum=1, positive=True, path="data.train_tokens", codec="count")
@@ -353,6 +381,8 @@ def _inputs(b: ModelBuilder) -> _Inputs:
     constant("token_id_bytes", "bytes", 2.0, minimum=1)
     constant("p90_probability", "fraction", 0.9, minimum=0, maximum=1, kind="fraction")
     constant("small_vocab_limit", "tokens", 65536.0, minimum=1)
+    constant("ffn_width_per_hidden", "×", 4.0, minimum=1)
+    constant("gated_ffn_matrices", "matrices", 3.0, minimum=3, maximum=3)
 
     # Workbook structure: not assumptions, not on the Inputs rows. The cells just below the
     # growable tables (a check fails when anything is typed there) and the Timeline's week grid.
@@ -394,14 +424,56 @@ def _accelerator(b: ModelBuilder, i: _Inputs) -> None:
                                          i.effective_tflops_given / Ref("peak_tflops"), _acc("typical_mfu"))))
 
     b.section("model")
-    L, h = i.model_layers, i.hidden_size
-    shape = b.item("params_from_shape", "parameters", 12 * L * h * h + (i.vocab_size + i.seq_len) * h)
-    b.item("model_params", "parameters", IF(ISNUMBER(i.params_override), i.params_override, shape))
+    _params(b, i)
 
     b.section("batch")
     batch_tokens = b.item("global_batch_tokens", "tokens", i.global_batch_sequences * i.seq_len)
     b.item("train_steps", "steps", i.train_tokens / batch_tokens)
     b.item("tokens_per_param", "tokens/parameter", i.train_tokens / Ref("model_params"))
+
+
+def _params(b: ModelBuilder, i: _Inputs) -> None:
+    """Parameters from the shape: embeddings, attention (MHA, GQA/MQA or MLA), dense FFN (GeLU or
+    SwiGLU) and MoE layers. For the old GPT shape (MHA, GeLU with 4·h, one embedding matrix,
+    learned positions) the sum is Kaplan et al.'s 12·L·h² + (V + s)·h exactly. Norms and biases
+    are left out, as Kaplan leaves them out (under 0.01% of the count)."""
+    L, h, heads = i.model_layers, i.hidden_size, i.attention_heads
+
+    def given(x, default):
+        return IF(ISNUMBER(x), x, default)
+
+    hd = b.item("head_dim_used", "width", given(i.head_dim, h / heads))
+    kv = b.item("kv_heads_used", "heads", given(i.num_kv_heads, heads))
+    ffn = b.item("ffn_hidden_used", "width", given(i.ffn_hidden_size, i.ffn_width_per_hidden * h))
+    mats = b.item("ffn_matrices", "matrices", IF(i.activation.eq("swiglu"), i.gated_ffn_matrices, 2))
+    emb = b.item("params_embeddings", "parameters",
+                 i.vocab_size * h * IF(i.tied_embeddings.eq("yes"), 1, 2)
+                 + IF(i.position_embeddings.eq("learned"), i.seq_len * h, 0))
+    rope = given(i.mla_rope_head_dim, 0)
+    mla = (IF(ISNUMBER(i.mla_q_lora_rank), i.mla_q_lora_rank * (h + heads * (hd + rope)), h * heads * (hd + rope))
+           + h * (i.mla_kv_lora_rank + rope) + i.mla_kv_lora_rank * heads * (hd + i.mla_v_head_dim)
+           + heads * i.mla_v_head_dim * h)
+    attn = b.item("params_attention_layer", "parameters",
+                  IF(ISNUMBER(i.mla_kv_lora_rank), mla, 2 * h * heads * hd + 2 * h * kv * hd))
+    dense = b.item("params_dense_ffn_layer", "parameters", mats * h * ffn)
+    moe = ISNUMBER(i.moe_experts)
+    experts = b.item("moe_experts_used", "experts", given(i.moe_experts, 0))
+    first = given(i.moe_first_dense_layers, 0)
+    moe_layers = b.item("moe_layers", "layers",
+                        IF(moe, ROUNDUP((L - first) / given(i.moe_layer_freq, 1), 0), 0))
+    expert = b.item("params_expert", "parameters", mats * h * given(i.moe_expert_ffn_hidden_size, ffn))
+    shared = given(i.moe_shared_experts, 0)
+    router = b.item("params_router_layer", "parameters", experts * h)
+    b.item("params_moe_layer", "parameters", (experts + shared) * expert + router)
+    routed = b.item("expert_params", "parameters", moe_layers * experts * expert)
+    common = b.item("params_dense_part", "parameters",
+                    emb + L * attn + (L - moe_layers) * dense + moe_layers * (shared * expert + router))
+    shape = b.item("params_from_shape", "parameters", common + routed)
+    active = b.item("params_active_from_shape", "parameters",
+                    common + moe_layers * given(i.moe_experts_per_token, 0) * expert)
+    total = b.item("model_params", "parameters", given(i.params_override, shape))
+    b.item("params_active", "parameters",
+           IF(moe, given(i.active_params_override, active), total))
 
 
 def _layout(b: ModelBuilder, i: _Inputs) -> None:

@@ -165,15 +165,47 @@ class _Section(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
+class MoESection(_Section):
+    """Mixture of experts: routed experts, how many a token uses, shared experts, each expert's
+    FFN width (blank: the dense FFN's), the leading dense layers and every how many layers after
+    them an MoE layer comes (1: every layer)."""
+    experts: PositiveInt | None = None
+    experts_per_token: PositiveInt | None = None
+    shared_experts: _whole(ge=0, le=2 ** 16) | None = None
+    expert_ffn_hidden_size: PositiveInt | None = None
+    first_dense_layers: _whole(ge=0, le=2 ** 24) | None = None
+    layer_freq: PositiveInt | None = None
+
+
+class MLASection(_Section):
+    """Multi-head latent attention (DeepSeek-V2/V3): the low-rank query and key/value
+    compressions, the decoupled RoPE width of q and k, and the value head width."""
+    q_lora_rank: PositiveInt | None = None
+    kv_lora_rank: PositiveInt | None = None
+    rope_head_dim: _whole(ge=0, le=2 ** 16) | None = None
+    v_head_dim: PositiveInt | None = None
+
+
 class ModelSection(_Section):
-    """The network: a preset from catalogs/models.yaml, its fields overridable, or a full shape."""
+    """The network: a preset from catalogs/models.yaml, its fields overridable, or a full shape.
+    Blank shape details are the old GPT shape's: K/V heads = attention heads, FFN 4·h with GeLU,
+    one shared embedding matrix, learned positions, dense."""
     preset: str | None = None
     params: Params | None = None
+    active_params: Params | None = None
     layers: PositiveInt | None = None
     hidden_size: PositiveInt | None = None
     attention_heads: PositiveInt | None = None
+    num_kv_heads: PositiveInt | None = None
+    head_dim: PositiveInt | None = None
+    ffn_hidden_size: PositiveInt | None = None
+    activation: Literal["gelu", "swiglu"] | None = None
+    tied_embeddings: bool | None = None
+    position_embeddings: Literal["learned", "rotary"] | None = None
     seq_len: PositiveInt | None = None
     vocab_size: PositiveInt | None = None
+    moe: MoESection | None = None
+    mla: MLASection | None = None
 
 
 class DataSection(_Section):
@@ -443,6 +475,8 @@ class ConstantsSection(_Section):
     token_id_bytes: _number(ge=1, le=8) = 2.0
     small_vocab_limit: _number(ge=256, le=2 ** 32) = 65536.0
     p90_probability: _number(ge=0.9, le=0.9) = 0.9
+    ffn_width_per_hidden: _number(ge=1, le=16) = 4.0
+    gated_ffn_matrices: _number(ge=3, le=3) = 3.0
 
 
 class AcceleratorRow(_Section):
@@ -667,10 +701,12 @@ def resolved_shape(s: Scenario, catalog: Catalog | None) -> dict | None:
             return None
         preset = catalog.model(s.model.preset)
         shape = {f: getattr(preset, f) for f in SHAPE_FIELDS}
-        shape["global_batch_sequences"] = preset.global_batch_sequences
+        if preset.global_batch_sequences is not None:
+            shape["global_batch_sequences"] = preset.global_batch_sequences
     for f in SHAPE_FIELDS:
         if getattr(s.model, f) is not None:
             shape[f] = getattr(s.model, f)
+    shape.update(shape_details(s, catalog))
     if s.data.global_batch_sequences is not None:
         shape["global_batch_sequences"] = s.data.global_batch_sequences
     missing = [f for f in SHAPE_FIELDS[1:] if f not in shape]
@@ -688,11 +724,60 @@ def resolved_shape(s: Scenario, catalog: Catalog | None) -> dict | None:
         # 4M tokens per step, the common choice for 10B-500B models, rounded to whole sequences
         shape["global_batch_sequences"] = max(1, round(4_194_304 / shape["seq_len"]))
         shape["batch_defaulted"] = True
-    if shape["hidden_size"] % shape["attention_heads"]:
+    if shape["hidden_size"] % shape["attention_heads"] and shape.get("head_dim") is None:
         raise rule_error(Msg("errors.scenario.heads_split.message", hidden=shape["hidden_size"],
                              heads=shape["attention_heads"]),
                          Msg("errors.scenario.heads_split.fix"), "model.attention_heads")
+    _check_details(shape)
     return shape
+
+
+# The shape's details beyond the GPT-3 fields: flat key -> (section, field) in the scenario's
+# `model` and in a catalog preset. Absent, each is blank in the workbook (the old GPT shape).
+SHAPE_DETAILS = {
+    "active_params": (None, "active_params"), "num_kv_heads": (None, "num_kv_heads"),
+    "head_dim": (None, "head_dim"), "ffn_hidden_size": (None, "ffn_hidden_size"),
+    "activation": (None, "activation"), "tied_embeddings": (None, "tied_embeddings"),
+    "position_embeddings": (None, "position_embeddings"),
+    "moe_experts": ("moe", "experts"), "moe_experts_per_token": ("moe", "experts_per_token"),
+    "moe_shared_experts": ("moe", "shared_experts"),
+    "moe_expert_ffn_hidden_size": ("moe", "expert_ffn_hidden_size"),
+    "moe_first_dense_layers": ("moe", "first_dense_layers"), "moe_layer_freq": ("moe", "layer_freq"),
+    "mla_q_lora_rank": ("mla", "q_lora_rank"), "mla_kv_lora_rank": ("mla", "kv_lora_rank"),
+    "mla_rope_head_dim": ("mla", "rope_head_dim"), "mla_v_head_dim": ("mla", "v_head_dim"),
+}
+
+
+def _detail(node, section: str | None, field: str):
+    if node is not None and section is not None:
+        node = getattr(node, section, None)
+    return getattr(node, field, None) if node is not None else None
+
+
+def shape_details(s: Scenario, catalog: Catalog | None) -> dict:
+    """The preset's shape details, each overridden by the scenario's own (None: not given)."""
+    preset = catalog.model(s.model.preset) if s.model.preset is not None and catalog is not None else None
+    out = {}
+    for key, (section, field) in SHAPE_DETAILS.items():
+        value = _detail(s.model, section, field)
+        out[key] = value if value is not None else _detail(preset, section, field)
+    return out
+
+
+def _check_details(shape: dict) -> None:
+    heads, kv = shape["attention_heads"], shape.get("num_kv_heads")
+    if kv is not None and (kv > heads or heads % kv):
+        raise rule_error(Msg("errors.scenario.kv_heads.message", kv=kv, heads=heads),
+                         Msg("errors.scenario.kv_heads.fix"), "model.num_kv_heads")
+    experts, k = shape.get("moe_experts"), shape.get("moe_experts_per_token")
+    if (experts is None) != (k is None) or (experts is not None and k > experts):
+        raise rule_error(Msg("errors.scenario.moe_experts.message", experts=experts, k=k),
+                         Msg("errors.scenario.moe_experts.fix"),
+                         "model.moe.experts_per_token" if experts is not None else "model.moe.experts")
+    first = shape.get("moe_first_dense_layers")
+    if experts is not None and first is not None and first >= shape["layers"]:
+        raise rule_error(Msg("errors.scenario.moe_dense_layers.message", first=first, layers=shape["layers"]),
+                         Msg("errors.scenario.moe_dense_layers.fix"), "model.moe.first_dense_layers")
 
 
 HEAD_SIZE = 128

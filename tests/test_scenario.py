@@ -153,3 +153,32 @@ def test_yaml_errors_are_said_by_the_catalog(tmp_path, catalog):
         "line 2, column 1", "this is not valid YAML: duplicate key 'name' (first at line 1)", "give each key once")
     assert (problem.path_in("zh"), problem.message_in("zh"), problem.fix_in("zh")) == (
         "第 2 行第 1 列", "不是有效的 YAML：重复的键 'name'（首次出现在第 1 行）", "每个键只写一次")
+
+
+# --- issue 12: the shape's details ---------------------------------------------------------
+
+@pytest.mark.parametrize("changes, path, fix_start", [
+    ({"model.num_kv_heads": 7}, "model.num_kv_heads", "give num_kv_heads as a divisor"),
+    ({"model.num_kv_heads": 192}, "model.num_kv_heads", "give num_kv_heads as a divisor"),
+    ({"model.moe": {"experts": 8}}, "model.moe.experts_per_token", "give both"),
+    ({"model.moe": {"experts_per_token": 2}}, "model.moe.experts", "give both"),
+    ({"model.moe": {"experts": 8, "experts_per_token": 9}}, "model.moe.experts_per_token", "give both"),
+    ({"model.moe": {"experts": 8, "experts_per_token": 2, "first_dense_layers": 96}},
+     "model.moe.first_dense_layers", "give fewer leading dense layers"),
+    ({"model.activation": "relu"}, "model.activation", "set model.activation to one of"),
+    ({"model.moe": {"experts": 8, "topk": 2}}, "model.moe.topk", "remove or rename it; allowed keys here: experts,"),
+])
+def test_shape_details_name_field_and_fix(catalog, changes, path, fix_start):
+    problems = _problems(catalog, **changes)
+    assert problems[0][0] == path
+    assert problems[0][2].startswith(fix_start), problems
+
+
+def test_preset_details_and_scenario_overrides(catalog):
+    from budget.scenario import resolved_shape
+    data = with_changes(raw(SEED_H100), {"model": {"preset": "deepseek-v3", "moe": {"experts_per_token": 6}},
+                                         "parallelism": {}})
+    shape = resolved_shape(parse_scenario(data, "s.yaml", catalog), catalog)
+    assert shape["moe_experts"] == 256 and shape["moe_experts_per_token"] == 6    # the scenario's
+    assert shape["mla_kv_lora_rank"] == 512 and shape["active_params"] == 37e9    # the preset's
+    assert shape["hidden_size"] % shape["attention_heads"] == 0 or shape["head_dim"] == 128
