@@ -306,7 +306,12 @@ def _shape_details(b: Binder, model: Model, shape: dict, preset_src: str) -> dic
             encoded = None if default is None else CODECS[codec].encode(default)
             out[name] = InputValue(encoded, model.inputs[name].cite or b.text("default"))
             continue
-        source = b.source_of(path) if path in b.explicit else preset_src
+        if path in b.explicit:
+            source = b.source_of(path)
+        elif key in b.s.model.hf_shape:
+            source = b.text("hf_config", file=b.s.model.hf_config, key=b.s.model.hf_shape[key][1])
+        else:
+            source = preset_src
         out[name] = InputValue(CODECS[codec].encode(value), source)
     return out
 
@@ -323,6 +328,9 @@ def _shape(b: Binder, model: Model) -> dict[str, InputValue]:
             out[name] = InputValue(float(shape[field]), b.source_of(path))
         elif field in shape.get("derived", ()):
             out[name] = InputValue(float(shape[field]), b.text("shape_assumed"), b.text("shape_assumed_note"))
+        elif field in s.model.hf_shape and path not in b.explicit:
+            out[name] = InputValue(float(shape[field]), b.text("hf_config", file=s.model.hf_config,
+                                                                key=s.model.hf_shape[field][1]))
         elif field == "params" and shape.get("params_from_shape"):
             out[name] = InputValue(None, b.text("params_blank"))
         elif field == "global_batch_sequences" and shape.get("batch_defaulted"):

@@ -13,8 +13,8 @@ import unicodedata
 from pathlib import Path
 from typing import Annotated, Literal, Union
 
-from pydantic import (AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, ValidationError,
-                      ValidationInfo, field_validator, model_validator)
+from pydantic import (AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, PrivateAttr,
+                      ValidationError, ValidationInfo, field_validator, model_validator)
 
 from .catalog import Catalog
 from .i18n import DEFAULT_LANG, fmt
@@ -206,6 +206,22 @@ class ModelSection(_Section):
     vocab_size: PositiveInt | None = None
     moe: MoESection | None = None
     mla: MLASection | None = None
+    # A local Hugging Face config.json (relative to the scenario file) the shape is read from;
+    # the scenario's own keys win over it, it wins over a preset. Not the training seq_len.
+    hf_config: SafeText | None = None
+    _hf: dict = PrivateAttr(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _read_hf_config(self, info: ValidationInfo):
+        if self.hf_config is not None:
+            base = (info.context or {}).get("base_dir")
+            self._hf = read_hf_config(Path(base or ".") / self.hf_config, self.hf_config)
+        return self
+
+    @property
+    def hf_shape(self) -> dict:
+        """The shape read from hf_config: flat shape key -> (value, the config.json key)."""
+        return self._hf
 
 
 class DataSection(_Section):
@@ -704,9 +720,15 @@ def resolved_shape(s: Scenario, catalog: Catalog | None) -> dict | None:
         if preset.global_batch_sequences is not None:
             shape["global_batch_sequences"] = preset.global_batch_sequences
     for f in SHAPE_FIELDS:
+        if f in s.model.hf_shape:
+            shape[f] = s.model.hf_shape[f][0]
         if getattr(s.model, f) is not None:
             shape[f] = getattr(s.model, f)
     shape.update(shape_details(s, catalog))
+    if s.model.hf_config is not None and "seq_len" not in shape:
+        longest = s.model.hf_shape.get("max_context", (None,))[0]
+        raise rule_error(Msg("errors.scenario.hf_seq_len.message", file=s.model.hf_config, longest=longest),
+                         Msg("errors.scenario.hf_seq_len.fix"), "model.seq_len")
     if s.data.global_batch_sequences is not None:
         shape["global_batch_sequences"] = s.data.global_batch_sequences
     missing = [f for f in SHAPE_FIELDS[1:] if f not in shape]
@@ -760,7 +782,87 @@ def shape_details(s: Scenario, catalog: Catalog | None) -> dict:
     out = {}
     for key, (section, field) in SHAPE_DETAILS.items():
         value = _detail(s.model, section, field)
+        if value is None and key in s.model.hf_shape:
+            value = s.model.hf_shape[key][0]
         out[key] = value if value is not None else _detail(preset, section, field)
+    return out
+
+
+# Hugging Face config.json -> the shape. Architectures whose FFN is gated with SiLU (SwiGLU),
+# positions rotary and embeddings untied unless the config says tie_word_embeddings.
+HF_ARCHITECTURES = ("LlamaForCausalLM", "MistralForCausalLM", "MixtralForCausalLM", "Qwen2ForCausalLM",
+                    "DeepseekV2ForCausalLM", "DeepseekV3ForCausalLM")
+HF_GATED_ACTIVATIONS = ("silu", "swish")
+# config.json key -> flat shape key (the first key present wins, in this order)
+HF_KEYS = (
+    ("num_hidden_layers", "layers"), ("hidden_size", "hidden_size"),
+    ("num_attention_heads", "attention_heads"), ("num_key_value_heads", "num_kv_heads"),
+    ("qk_nope_head_dim", "head_dim"), ("head_dim", "head_dim"),
+    ("intermediate_size", "ffn_hidden_size"), ("vocab_size", "vocab_size"),
+    ("max_position_embeddings", "max_context"), ("tie_word_embeddings", "tied_embeddings"),
+    ("num_local_experts", "moe_experts"), ("n_routed_experts", "moe_experts"),
+    ("num_experts_per_tok", "moe_experts_per_token"), ("n_shared_experts", "moe_shared_experts"),
+    ("moe_intermediate_size", "moe_expert_ffn_hidden_size"),
+    ("first_k_dense_replace", "moe_first_dense_layers"), ("moe_layer_freq", "moe_layer_freq"),
+    ("q_lora_rank", "mla_q_lora_rank"), ("kv_lora_rank", "mla_kv_lora_rank"),
+    ("qk_rope_head_dim", "mla_rope_head_dim"), ("v_head_dim", "mla_v_head_dim"),
+)
+HF_REQUIRED = ("num_hidden_layers", "hidden_size", "num_attention_heads", "intermediate_size", "vocab_size")
+HF_MAX_BYTES = 1_000_000
+
+
+def read_hf_config(path: Path, given: str) -> dict:
+    """The shape in a Hugging Face config.json: flat shape key -> (value, config key). Problems
+    (no file, not JSON, an architecture or key it cannot read) name the file and the key."""
+    import json
+
+    def fail(kind: str, **figures):
+        return rule_error(Msg(f"errors.scenario.hf_config.{kind}.message", file=given, **figures),
+                          Msg(f"errors.scenario.hf_config.{kind}.fix", file=given, **figures), "model.hf_config")
+
+    try:
+        if path.stat().st_size > HF_MAX_BYTES:
+            raise fail("too_big", limit=HF_MAX_BYTES)
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        raise fail("missing", folder=str(path.parent)) from None
+    try:
+        data = json.loads(text)
+    except ValueError as exc:
+        raise fail("bad_json", line=getattr(exc, "lineno", 1)) from None
+    if not isinstance(data, dict):
+        raise fail("bad_json", line=1)
+    archs = data.get("architectures") or []
+    arch = next((a for a in archs if a in HF_ARCHITECTURES), None) if isinstance(archs, list) else None
+    if arch is None:
+        raise fail("architecture", found=", ".join(map(str, archs)) if isinstance(archs, list) else str(archs),
+                   known=", ".join(HF_ARCHITECTURES))
+    act = data.get("hidden_act", "silu")
+    if act not in HF_GATED_ACTIVATIONS:
+        raise fail("activation", key="hidden_act", value=str(act))
+    for key in HF_REQUIRED:
+        if key not in data:
+            raise fail("key_missing", key=key)
+    out: dict = {"activation": ("swiglu", "hidden_act"), "position_embeddings": ("rotary", "architectures"),
+                 "tied_embeddings": (False, "tie_word_embeddings")}
+    for key, flat in HF_KEYS:
+        if key not in data or data[key] is None or (flat in out and flat != "tied_embeddings"):
+            continue
+        value = data[key]
+        if flat == "tied_embeddings":
+            if not isinstance(value, bool):
+                raise fail("key_type", key=key, value=json.dumps(value))
+        elif isinstance(value, bool) or not isinstance(value, int) or value < 0 or value > 2 ** 24:
+            raise fail("key_type", key=key, value=json.dumps(value))
+        out[flat] = (value, key)
+    if "moe_experts" not in out:   # a dense model: experts' keys of a config template mean nothing
+        out = {k: v for k, v in out.items() if not k.startswith("moe_")}
+    if "mla_kv_lora_rank" not in out:
+        out = {k: v for k, v in out.items() if not k.startswith("mla_")}
+    elif out.get("head_dim", (None, ""))[1] != "qk_nope_head_dim":
+        raise fail("key_missing", key="qk_nope_head_dim")
+    if arch == "MixtralForCausalLM" and "moe_expert_ffn_hidden_size" not in out:
+        out["moe_expert_ffn_hidden_size"] = (data["intermediate_size"], "intermediate_size")
     return out
 
 
@@ -826,7 +928,7 @@ def parse_scenario(data: object, path: str | Path, catalog: Catalog) -> Scenario
         raise ScenarioError(path, [Problem("", Msg("errors.scenario.empty.message"),
                                            Msg("errors.scenario.empty.fix"))])
     try:
-        scenario = Scenario.model_validate(data, context={"catalog": catalog})
+        scenario = Scenario.model_validate(data, context={"catalog": catalog, "base_dir": Path(path).parent})
     except ValidationError as exc:
         raise ScenarioError(path, problems_from_validation(exc, Scenario), language_of(data)) from None
     if scenario.options:   # every option is validated as a scenario of its own, text included

@@ -7,6 +7,8 @@ the inputs a scenario binds to, so these tests hold whatever the layout search d
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from budget.formula import compile_items
@@ -19,10 +21,13 @@ SHAPE_ITEMS = ("params_from_shape", "model_params", "params_active", "params_act
                "expert_params", "params_attention_layer", "params_embeddings", "moe_layers")
 
 
-def shape_values(catalog, **model) -> dict:
+HF = Path(__file__).resolve().parent / "data" / "hf_configs"
+
+
+def shape_values(catalog, scenario_file="shape.yaml", **model) -> dict:
     """The shape's items for a scenario whose `model` section is `model`."""
     data = with_changes(raw(SEED_H100), {"model": model, "parallelism": {}, "data.global_batch_sequences": None})
-    s = parse_scenario(data, "shape.yaml", catalog)
+    s = parse_scenario(data, scenario_file, catalog)
     inputs = {k: iv.value for k, iv in resolve_inputs(s, catalog).items()}
     m = build_model()
     needed = m.closure(SHAPE_ITEMS)
@@ -121,3 +126,75 @@ def test_scenario_overrides_a_preset_detail(catalog):
     top1 = shape_values(catalog, preset="mixtral-8x7b", moe={"experts_per_token": 1})
     assert top1["params_active"] == 13.0e9
     assert base["params_active_from_shape"] - top1["params_active_from_shape"] == 32 * 3 * 4096 * 14336
+
+
+# --- model: {hf_config: config.json} (tests/data/hf_configs/SOURCES.md) --------------------
+
+HF_CASES = [("llama3.1-8b.json", "llama3-8b", 8192), ("mixtral-8x7b.json", "mixtral-8x7b", 32768),
+            ("deepseek-v3.json", "deepseek-v3", 4096), ("qwen2.5-72b.json", "qwen2.5-72b", 4096)]
+
+
+@pytest.mark.parametrize("config, preset, seq_len", HF_CASES, ids=[c[0] for c in HF_CASES])
+def test_hf_config_gives_the_presets_shape(catalog, config, preset, seq_len):
+    """A published config.json read alone gives the same parameters as the catalog's preset."""
+    from_config = shape_values(catalog, HF / "scenario.yaml", hf_config=config, seq_len=seq_len)
+    from_preset = shape_values(catalog, preset=preset)
+    for name in ("params_from_shape", "params_active_from_shape", "expert_params", "params_attention_layer"):
+        assert from_config[name] == from_preset[name], name
+    assert from_config["model_params"] == from_config["params_from_shape"]     # no published count given
+
+
+def test_hf_config_values_cite_the_file_and_key(catalog):
+    data = with_changes(raw(SEED_H100), {"model": {"hf_config": "deepseek-v3.json", "seq_len": 4096,
+                                                   "moe": {"experts_per_token": 6}}, "parallelism": {}})
+    s = parse_scenario(data, HF / "scenario.yaml", catalog)
+    inputs = resolve_inputs(s, catalog)
+    assert inputs["moe_experts"].value == 256
+    assert inputs["moe_experts"].source == "Hugging Face config deepseek-v3.json: n_routed_experts"
+    assert inputs["head_dim"].source.endswith("qk_nope_head_dim")
+    assert inputs["moe_experts_per_token"].value == 6                          # the scenario wins
+    assert "model.moe.experts_per_token" in inputs["moe_experts_per_token"].source
+    assert inputs["model_layers"].source.endswith("num_hidden_layers")
+
+
+def _hf_problem(catalog, tmp_path, text: str | None, **model):
+    from budget.errors import ScenarioError
+    if text is not None:
+        (tmp_path / "config.json").write_text(text, encoding="utf-8")
+    data = with_changes(raw(SEED_H100), {"model": {"hf_config": "config.json", "seq_len": 4096, **model},
+                                         "parallelism": {}})
+    with pytest.raises(ScenarioError) as err:
+        parse_scenario(data, tmp_path / "s.yaml", catalog)
+    (problem,) = err.value.problems
+    return problem.path, str(problem.message), str(problem.fix)
+
+
+@pytest.mark.parametrize("text, says", [
+    (None, "cannot read the Hugging Face config config.json"),
+    ("{\"architectures\": [\"LlamaForCausalLM\"],", "config.json is not valid JSON (line 1)"),
+    ("[1, 2]", "config.json is not valid JSON"),
+    ('{"architectures": ["GPT2LMHeadModel"], "n_layer": 12}',
+     "config.json: architectures [GPT2LMHeadModel] is none this tool reads"),
+    ('{"architectures": ["LlamaForCausalLM"], "hidden_act": "gelu"}',
+     "config.json: hidden_act gelu is not a gated SiLU (SwiGLU) FFN"),
+    ('{"architectures": ["LlamaForCausalLM"], "num_hidden_layers": 32, "hidden_size": 4096}',
+     "config.json: the key num_attention_heads is missing"),
+    ('{"architectures": ["LlamaForCausalLM"], "num_hidden_layers": "32", "hidden_size": 4096, '
+     '"num_attention_heads": 32, "intermediate_size": 14336, "vocab_size": 128256}',
+     'config.json: num_hidden_layers is "32", not a whole number'),
+])
+def test_hf_config_problems_name_file_and_field(catalog, tmp_path, text, says):
+    path, message, fix = _hf_problem(catalog, tmp_path, text)
+    assert path == "model.hf_config"
+    assert message.startswith(says), message
+    assert fix
+
+
+def test_hf_config_needs_the_training_seq_len(catalog):
+    from budget.errors import ScenarioError
+    data = with_changes(raw(SEED_H100), {"model": {"hf_config": "llama3.1-8b.json"}, "parallelism": {}})
+    with pytest.raises(ScenarioError) as err:
+        parse_scenario(data, HF / "s.yaml", catalog)
+    (problem,) = err.value.problems
+    assert problem.path == "model.seq_len"
+    assert "max_position_embeddings 131072" in str(problem.message)
