@@ -25,7 +25,10 @@ from .model import RECOMPUTE_MODES
 # The layout inputs, as `Layout.as_inputs` names them; what each may take is said once, on its
 # input definition (budget/model.py: `domain`), and reaches the search through `Space.domains`.
 LAYOUT_INPUTS = ("tp_size", "pp_size", "micro_batch_size", "zero_stage", "recompute",
-                 "sequence_parallel")
+                 "sequence_parallel", "cp_size")
+# Context parallelism is tried only from this sequence length up (shorter ones keep CP 1, so the
+# searches of short-sequence runs are those of a search without CP).
+CP_MIN_SEQ_LEN = 16384
 RANKED_OUTPUTS = ("memory_per_gpu_gb", "usable_hbm_gb", "check_memory_fits", "bubble_fraction",
                   "comm_fraction", "recompute_overhead", "layout_efficiency", "train_days",
                   "stretched_training_days",
@@ -50,17 +53,20 @@ class Layout:
     zero_stage: int
     recompute: str
     sequence_parallel: str          # "yes" / "no", as the workbook's drop-down holds it
+    cp: int = 1                     # context parallel degree
 
     @classmethod
     def from_inputs(cls, values: Mapping[str, object]) -> "Layout":
         """The inverse of as_inputs."""
         return cls(int(values["tp_size"]), int(values["pp_size"]), int(values["micro_batch_size"]),
-                   int(values["zero_stage"]), str(values["recompute"]), str(values["sequence_parallel"]))
+                   int(values["zero_stage"]), str(values["recompute"]), str(values["sequence_parallel"]),
+                   int(values.get("cp_size") or 1))
 
     def as_inputs(self) -> dict[str, object]:
         return {"tp_size": float(self.tp), "pp_size": float(self.pp),
                 "micro_batch_size": float(self.micro_batch), "zero_stage": float(self.zero_stage),
-                "recompute": self.recompute, "sequence_parallel": self.sequence_parallel}
+                "recompute": self.recompute, "sequence_parallel": self.sequence_parallel,
+                "cp_size": float(self.cp)}
 
     def describe(self, dp: float, lang: str = DEFAULT_LANG) -> str:
         """The layout in words, as the Parallelism sheet's columns say it."""
@@ -69,9 +75,14 @@ class Layout:
     def described(self, dp: float) -> Msg:
         """The layout in words, in any language (layout.describe.*)."""
         zero = Msg("layout.zero.stage", stage=self.zero_stage) if self.zero_stage else Msg("layout.zero.none")
-        form = "layout.describe.sequence_parallel" if self.sequence_parallel == "yes" else "layout.describe.plain"
-        return Msg(form, tp=self.tp, pp=self.pp, dp=dp, micro_batch=self.micro_batch, zero=zero,
-                   recompute=Msg(f"layout.recompute.{self.recompute}"))
+        sp = self.sequence_parallel == "yes"
+        extra = {"cp": self.cp} if self.cp > 1 else {}
+        if extra:
+            form = "layout.describe.sequence_parallel_cp" if sp else "layout.describe.plain_cp"
+        else:
+            form = "layout.describe.sequence_parallel" if sp else "layout.describe.plain"
+        return Msg(form, tp=self.tp, pp=self.pp, dp=dp, micro_batch=self.micro_batch,
+                   zero=zero, recompute=Msg(f"layout.recompute.{self.recompute}"), **extra)
 
 
 @dataclass(frozen=True)
@@ -91,7 +102,7 @@ class Candidate:
         # Days, then cost; ties go to the simpler layout, then to more memory headroom.
         lay = self.layout
         return (round(self.train_days, 9), round(self.values["total_cost"], 6),
-                RECOMPUTE_MODES.index(lay.recompute), lay.zero_stage, lay.pp, lay.tp,
+                RECOMPUTE_MODES.index(lay.recompute), lay.zero_stage, lay.cp, lay.pp, lay.tp,
                 -self.values["memory_headroom_gb"], lay.micro_batch, lay.sequence_parallel)
 
 
@@ -124,6 +135,9 @@ class Space:
     gpus_per_node: int
     pins: Mapping[str, object]
     domains: Mapping[str, tuple]      # input name -> the values to try (Model.layout_inputs)
+    seq_len: int = 0                  # CP is tried from CP_MIN_SEQ_LEN tokens up
+    virtual_stages: int = 1           # interleaved 1F1B: PP × v chunks must divide the layers
+    extra_layers: int = 0             # 2 with one layer fewer on the first and the last stage
 
     def _choices(self, name: str, free=None) -> list:
         if name in self.pins:
@@ -133,25 +147,36 @@ class Space:
     def _splits(self) -> tuple[list, list, list]:
         tps = self._choices("tp_size", (t for t in self.domains["tp_size"]
                                         if t <= self.gpus_per_node and self.heads % t == 0))
-        pps = self._choices("pp_size", (p for p in range(1, self.layers + 1) if self.layers % p == 0))
+        layers, v = self.layers + self.extra_layers, self.virtual_stages
+        # with interleaving (v > 1) PP 1 has nothing to interleave
+        pps = self._choices("pp_size", (p for p in range(1, layers + 1)
+                                        if layers % (p * v) == 0 and (v == 1 or p > 1)))
         return tps, pps, self._choices("micro_batch_size")
+
+    def cp_choices(self) -> list:
+        """CP degrees to try: 1 below CP_MIN_SEQ_LEN tokens, else the input's domain."""
+        domain = self.domains["cp_size"]
+        return self._choices("cp_size", domain if self.seq_len >= CP_MIN_SEQ_LEN else domain[:1])
 
     def options(self, gpu_count: int):
         tps, pps, mbs = self._splits()
         zeros = self._choices("zero_stage")
         rcs = self._choices("recompute")
         sp_values = self.domains["sequence_parallel"]
-        for tp, pp in product(tps, pps):
-            if gpu_count % (tp * pp):
+        for tp, pp, cp in product(tps, pps, self.cp_choices()):
+            if gpu_count % (tp * pp * cp):
                 continue
-            dp = gpu_count // (tp * pp)
+            dp = gpu_count // (tp * pp * cp)
             # sequence parallelism splits along TP: without TP only its first value ("no") applies
             sps = self._choices("sequence_parallel", sp_values if tp > 1 else sp_values[:1])
             for mb in mbs:
                 if self.global_batch % (dp * mb):
                     continue
+                # interleaving needs the micro-batches per pipeline to be a multiple of PP
+                if self.virtual_stages > 1 and (self.global_batch // (dp * mb)) % pp:
+                    continue
                 for zero, rc, sp in product(zeros, rcs, sps):
-                    yield Layout(int(tp), int(pp), int(mb), int(zero), rc, sp)
+                    yield Layout(int(tp), int(pp), int(mb), int(zero), rc, sp, int(cp))
 
 
     def split_counts(self, max_gpus: int = MAX_GPUS) -> list[int]:
@@ -159,7 +184,7 @@ class Space:
         tps, pps, mbs = self._splits()
         dps = {d for mb in mbs for d in range(1, self.global_batch // int(mb) + 1)
                if self.global_batch % (d * int(mb)) == 0}
-        counts = {int(tp * pp * dp) for tp in tps for pp in pps for dp in dps}
+        counts = {int(tp * pp * cp * dp) for tp in tps for pp in pps for cp in self.cp_choices() for dp in dps}
         return sorted(n for n in counts if n % self.gpus_per_node == 0 and n <= max_gpus)
 
 
@@ -201,7 +226,7 @@ def _distinct(candidates: list[Candidate], n: int) -> list[Candidate]:
     """The first n with different TP × PP × micro-batch, so rejected rows say different things."""
     seen, out = set(), []
     for c in candidates:
-        key = (c.layout.tp, c.layout.pp, c.layout.micro_batch)
+        key = (c.layout.tp, c.layout.pp, c.layout.micro_batch, c.layout.cp)
         if key not in seen:
             seen.add(key)
             out.append(c)

@@ -203,6 +203,12 @@ def _inputs(b: ModelBuilder) -> _Inputs:
            choices=RECOMPUTE_MODES)
     layout("sequence_parallel", "yes/no", "sequence_parallel", ("no", "yes"), codec="yesno", kind="choice",
            choices=YES_NO)
+    # context parallelism: the search tries more than 1 only for long sequences (budget/layout.py)
+    layout("cp_size", "GPUs", "cp", (1, 2, 4, 8, 16, 32), kind="integer", minimum=1)
+    add("virtual_pipeline_stages", "stages", kind="integer", minimum=1, maximum=64,
+        path="parallelism.virtual_pipeline_stages", codec="int")
+    add("first_last_stage_layers_fewer", "yes/no", kind="choice", choices=YES_NO,
+        path="parallelism.first_last_stage_layers_fewer", codec="yesno")
 
     b.input_section("sizing")
     add("split_margin", "fraction", kind="fraction", minimum=0, maximum=10, path="sizing.split_margin")
@@ -217,6 +223,8 @@ def _inputs(b: ModelBuilder) -> _Inputs:
         path="efficiency.tp_comm_exposed")
     add("dp_comm_exposed", "fraction", kind="fraction", minimum=0, maximum=1,
         path="efficiency.dp_comm_exposed")
+    add("cp_comm_exposed", "fraction", kind="fraction", minimum=0, maximum=1,
+        path="efficiency.cp_comm_exposed")
 
     b.input_section("memory")
     add("weight_bytes_per_param", "bytes/parameter", minimum=0, path="memory.weight_bytes_per_param")
@@ -378,6 +386,8 @@ def _inputs(b: ModelBuilder) -> _Inputs:
     constant("activation_bytes_per_element", "bytes", 2.0, minimum=1)
     constant("tp_collectives_per_layer", "collectives", 4.0, minimum=0)
     constant("zero3_comm_factor", "×", 1.5, minimum=1)
+    constant("zero3_gathered_layers", "layers", 2.0, minimum=0)
+    constant("cp_kv_passes", "×", 3.0, minimum=0)
     constant("token_id_bytes", "bytes", 2.0, minimum=1)
     constant("p90_probability", "fraction", 0.9, minimum=0, maximum=1, kind="fraction")
     constant("small_vocab_limit", "tokens", 65536.0, minimum=1)
@@ -478,11 +488,22 @@ def _params(b: ModelBuilder, i: _Inputs) -> None:
 
 def _layout(b: ModelBuilder, i: _Inputs) -> None:
     b.sheet("Parallelism", "chosen_layout")
-    dp = b.item("dp_size", "replicas", i.gpu_count / (i.tp_size * i.pp_size))
-    b.item("layout_label", "text", i.tp_size.concat(" × ").concat(i.pp_size).concat(" × ").concat(dp))
+    pp, v, cp = i.pp_size, i.virtual_pipeline_stages, i.cp_size
+    dp = b.item("dp_size", "replicas", i.gpu_count / (i.tp_size * pp * cp))
+    b.item("layout_label", "text",
+           IF(cp > 1, i.tp_size.concat(" × ").concat(cp).concat(" × ").concat(pp).concat(" × ").concat(dp),
+              i.tp_size.concat(" × ").concat(pp).concat(" × ").concat(dp)))
     b.item("nodes", "nodes", ROUNDUP(i.gpu_count / Ref("gpus_per_node"), 0))
     m = b.item("microbatches_per_step", "micro-batches", i.global_batch_sequences / (dp * i.micro_batch_size))
-    b.item("microbatches_in_flight", "micro-batches", MIN(i.pp_size, m))
+    # Korthikanti et al. 2022 §4.2.3: interleaving keeps L·(1 + (p−1)/(p·v)) layers of activations
+    # on the first stage, i.e. p + (p−1)/v micro-batches of its L/p layers (never more than m).
+    b.item("microbatches_in_flight", "micro-batches",
+           IF(v > 1, MIN(pp + (pp - 1) / v, m), MIN(pp, m)))
+    # Llama 3 §3.3.2: one layer fewer on the first and the last stage, so the middle stages hold
+    # (L + 2)/p layers; memory per GPU is that of the largest stage (1 = even stages).
+    b.item("largest_stage_factor", "×",
+           IF(AND(i.first_last_stage_layers_fewer.eq("yes"), pp > 2),
+              (i.model_layers + 2) / i.model_layers, 1))
 
 
 def _memory(b: ModelBuilder, i: _Inputs) -> None:
@@ -512,15 +533,22 @@ def _memory(b: ModelBuilder, i: _Inputs) -> None:
     total = b.item("memory_total_gb", "GB", w + g + o + act_total)
 
     b.section("per_gpu")
-    tp, pp, dp, zero = i.tp_size, i.pp_size, r("dp_size"), i.zero_stage
-    w_gpu = b.item("weights_per_gpu_gb", "GB", w / (tp * pp) / IF(zero > 2, dp, 1))
-    g_gpu = b.item("gradients_per_gpu_gb", "GB", g / (tp * pp) / IF(zero >= 2, dp, 1))
-    o_gpu = b.item("optimizer_per_gpu_gb", "GB", o / (tp * pp) / IF(zero >= 1, dp, 1))
+    tp, pp, zero, cp = i.tp_size, i.pp_size, i.zero_stage, i.cp_size
+    # ZeRO shards over the data-parallel ranks, with CP over data × context ranks (Megatron-Core)
+    dp = r("dp_size") * cp
+    stage = r("largest_stage_factor")
+    w_gpu = b.item("weights_per_gpu_gb", "GB", w / (tp * pp) / IF(zero > 2, dp, 1) * stage)
+    g_gpu = b.item("gradients_per_gpu_gb", "GB", g / (tp * pp) / IF(zero >= 2, dp, 1) * stage)
+    o_gpu = b.item("optimizer_per_gpu_gb", "GB", o / (tp * pp) / IF(zero >= 1, dp, 1) * stage)
     a_gpu = b.item("activations_per_gpu_gb", "GB",
-                   IF(ISNUMBER(i.activation_gb_override), i.activation_gb_override / (tp * pp),
+                   IF(ISNUMBER(i.activation_gb_override), i.activation_gb_override / (tp * pp * cp),
                       sbh * (rep + split / tp + attn * i.attention_heads * i.seq_len / (i.hidden_size * tp))
-                      * (i.model_layers / pp) * r("microbatches_in_flight") / i.bytes_per_gb))
-    per_gpu = b.item("memory_per_gpu_gb", "GB", w_gpu + g_gpu + o_gpu + a_gpu)
+                      * (i.model_layers / pp) * r("microbatches_in_flight") / i.bytes_per_gb / cp) * stage)
+    # PyTorch FSDP's rate limiter: the layer computing and the one prefetched are gathered in full
+    gathered = b.item("zero3_gathered_gb", "GB",
+                      IF(zero > 2, i.zero3_gathered_layers * Ref("model_params") / i.model_layers
+                         * i.weight_bytes_per_param / tp / i.bytes_per_gb, 0))
+    per_gpu = b.item("memory_per_gpu_gb", "GB", w_gpu + g_gpu + o_gpu + a_gpu + gathered)
     b.item("memory_headroom_gb", "GB", usable - per_gpu)
 
     b.section("gpu_count_from_memory")
@@ -533,7 +561,7 @@ def _memory(b: ModelBuilder, i: _Inputs) -> None:
 
 def _efficiency(b: ModelBuilder, i: _Inputs) -> None:
     r = Ref
-    tp, pp, m = i.tp_size, i.pp_size, r("microbatches_per_step")
+    tp, pp, m, v, cp = i.tp_size, i.pp_size, r("microbatches_per_step"), i.virtual_pipeline_stages, i.cp_size
     b.sheet("Parallelism", "step_time")
     rate = b.item("baseline_flops_per_gpu_s", "FLOP/s",
                   r("peak_tflops") * r("baseline_mfu") * i.flops_per_tflop)
@@ -542,24 +570,35 @@ def _efficiency(b: ModelBuilder, i: _Inputs) -> None:
                   / (i.gpu_count * rate))
 
     b.section("pipeline_bubble")
-    bubble = b.item("bubble_fraction", "fraction of step", (pp - 1) / m)
+    bubble = b.item("bubble_fraction", "fraction of step", (pp - 1) / (v * m))
 
     b.section("communication")
     tp_gb = b.item("tp_comm_gb", "GB",
                    i.tp_collectives_per_layer * 2 * (tp - 1) / tp * r("act_sbh")
-                   * i.activation_bytes_per_element * (i.model_layers / pp) * m / i.bytes_per_gb)
-    tp_s = b.item("tp_comm_s", "s", tp_gb / r("intra_node_gb_per_s"))
+                   * i.activation_bytes_per_element * (i.model_layers / pp) * m / i.bytes_per_gb / cp)
+    tp_s = b.item("tp_comm_s", "s", tp_gb / IF(tp > r("gpus_per_node"), r("scale_out_gb_per_s"),
+                                               r("intra_node_gb_per_s")))
+    dpcp = r("dp_size") * cp
     dp_gb = b.item("dp_comm_gb", "GB",
-                   2 * (r("dp_size") - 1) / r("dp_size") * Ref("model_params") / (tp * pp)
+                   2 * (dpcp - 1) / dpcp * Ref("model_params") / (tp * pp)
                    * i.grad_bytes_per_param * IF(i.zero_stage > 2, i.zero3_comm_factor, 1)
                    / i.bytes_per_gb)
     dp_s = b.item("dp_comm_s", "s", dp_gb / r("scale_out_gb_per_s"))
     pp_gb = b.item("pp_comm_gb", "GB",
-                   2 * MIN(1, pp - 1) * m * r("act_sbh") * i.activation_bytes_per_element / tp
-                   / i.bytes_per_gb)
+                   2 * MIN(1, pp - 1) * v * m * r("act_sbh") * i.activation_bytes_per_element / tp
+                   / i.bytes_per_gb / cp)
     pp_s = b.item("pp_comm_s", "s", pp_gb / r("scale_out_gb_per_s"))
+    # Context parallelism: each rank receives the other cp − 1 chunks' K and V per layer forward,
+    # and again with their gradients backward (3 passes); K and V are kv_heads·head_dim wide each
+    cp_gb = b.item("cp_comm_gb", "GB",
+                   i.cp_kv_passes * (cp - 1) / cp * i.seq_len * i.micro_batch_size * 2 * r("kv_heads_used")
+                   * r("head_dim_used") * i.activation_bytes_per_element / tp
+                   * (i.model_layers / pp) * m / i.bytes_per_gb)
+    cp_s = b.item("cp_comm_s", "s", cp_gb / IF(tp * cp > r("gpus_per_node"), r("scale_out_gb_per_s"),
+                                               r("intra_node_gb_per_s")))
     comm = b.item("comm_fraction", "fraction of step",
-                  (tp_s * i.tp_comm_exposed + dp_s * i.dp_comm_exposed + pp_s) / step)
+                  (tp_s * i.tp_comm_exposed + dp_s * i.dp_comm_exposed + pp_s
+                   + cp_s * i.cp_comm_exposed) / step)
 
     b.section("effective_mfu")
     overhead = b.item("recompute_overhead", "fraction of step",
@@ -840,12 +879,17 @@ def _checks(b: ModelBuilder, i: _Inputs) -> None:
     b.sheet("Checks", "layout")
     b.check("check_layout_divides", MOD(i.gpu_count, i.tp_size * i.pp_size).eq(0),
             detail=sentence(b, "check_layout_divides", i.tp_size * i.pp_size, i.gpu_count))
-    b.check("check_tp_within_node", i.tp_size <= r("gpus_per_node"),
-            detail=sentence(b, "check_tp_within_node", i.tp_size, r("gpus_per_node")))
     b.check("check_tp_divides_heads", MOD(i.attention_heads, i.tp_size).eq(0),
             detail=sentence(b, "check_tp_divides_heads", i.tp_size, i.attention_heads))
-    b.check("check_pp_divides_layers", MOD(i.model_layers, i.pp_size).eq(0),
-            detail=sentence(b, "check_pp_divides_layers", i.pp_size, i.model_layers))
+    stage_layers = i.model_layers + IF(i.first_last_stage_layers_fewer.eq("yes"), 2, 0)
+    b.check("check_pp_divides_layers", MOD(stage_layers, i.pp_size).eq(0),
+            detail=sentence(b, "check_pp_divides_layers", i.pp_size, stage_layers))
+    # Narayanan et al. 2021 §2.2.2: p·v model chunks, and micro-batches a multiple of p
+    b.check("check_interleaving", OR(i.virtual_pipeline_stages.eq(1),
+                                     AND(MOD(stage_layers, i.pp_size * i.virtual_pipeline_stages).eq(0),
+                                         MOD(r("microbatches_per_step"), i.pp_size).eq(0))),
+            detail=sentence(b, "check_interleaving", i.pp_size, i.virtual_pipeline_stages, stage_layers,
+                            ROUND(r("microbatches_per_step"), 2)))
     b.check("check_batch_divides", MOD(i.global_batch_sequences, r("dp_size") * i.micro_batch_size).eq(0),
             detail=sentence(b, "check_batch_divides", ROUND(r("dp_size") * i.micro_batch_size, 2),
                             i.global_batch_sequences))
@@ -918,6 +962,8 @@ def _checks(b: ModelBuilder, i: _Inputs) -> None:
     b.warning("warn_storage_months", r("storage_months_used") >= ROUND(r("project_months"), 1),
               detail=sentence(b, "warn_storage_months", ROUND(r("storage_months_used"), 1),
                               ROUND(r("project_months"), 1)))
+    b.warning("warn_tp_within_node", i.tp_size <= r("gpus_per_node"),
+              detail=sentence(b, "warn_tp_within_node", i.tp_size, r("gpus_per_node")))
     b.warning("warn_full_node", i.gpu_count >= r("gpus_per_node"),
               detail=sentence(b, "warn_full_node", i.gpu_count))
     b.warning("warn_cost_per_gpu_hour",

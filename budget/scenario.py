@@ -252,6 +252,13 @@ class ParallelismSection(_Section):
     recompute: Literal["none", "selective", "full"] | None = None
     sequence_parallel: bool | None = None
     micro_batch_size: PositiveInt | None = None
+    # Context parallelism (Megatron-Core; Llama 3 §3.3.2): the sequence split over cp GPUs.
+    # Left out: 1 for sequences under 16K tokens, chosen by the search for longer ones.
+    cp: PositiveInt | None = None
+    # Interleaved 1F1B (Narayanan et al. 2021 §2.2.2): model chunks per pipeline rank; 1 = plain 1F1B.
+    virtual_pipeline_stages: _whole(ge=1, le=64) = 1
+    # Llama 3 §3.3.2: one layer fewer on the first and on the last stage (embedding, output head).
+    first_last_stage_layers_fewer: bool = False
 
 
 class SizingSection(_Section):
@@ -264,6 +271,7 @@ class EfficiencySection(_Section):
     reference_layout_efficiency: _number(ge=0.01, le=1) = 0.82
     tp_comm_exposed: _number(ge=0, le=1) = 1.0
     dp_comm_exposed: _number(ge=0, le=1) = 0.25
+    cp_comm_exposed: _number(ge=0, le=1) = 1.0
 
 
 PRECISIONS = {
@@ -488,6 +496,8 @@ class ConstantsSection(_Section):
     activation_bytes_per_element: _number(ge=1, le=4) = 2.0
     tp_collectives_per_layer: _number(ge=0, le=16) = 4.0
     zero3_comm_factor: _number(ge=1, le=3) = 1.5
+    zero3_gathered_layers: _number(ge=0, le=8) = 2.0
+    cp_kv_passes: _number(ge=0, le=4) = 3.0
     token_id_bytes: _number(ge=1, le=8) = 2.0
     small_vocab_limit: _number(ge=256, le=2 ** 32) = 65536.0
     p90_probability: _number(ge=0.9, le=0.9) = 0.9
@@ -900,9 +910,9 @@ def shape_from_params(params: float) -> dict:
 def _check_layout(s: Scenario, shape: dict) -> None:
     """Rules for the pinned dimensions; free ones are the search's business."""
     p, hw = s.parallelism, s.hardware
-    split = (p.tp or 1) * (p.pp or 1)
+    split = (p.tp or 1) * (p.pp or 1) * (p.cp or 1)
     if hw.gpu_count is not None and hw.gpu_count % split:
-        pinned = " x ".join(f"{k} {v}" for k, v in (("tp", p.tp), ("pp", p.pp)) if v)
+        pinned = " x ".join(f"{k} {v}" for k, v in (("tp", p.tp), ("cp", p.cp if p.cp != 1 else None), ("pp", p.pp)) if v)
         raise rule_error(
             Msg("errors.scenario.split.message", pinned=pinned, split=split, gpus=hw.gpu_count),
             Msg("errors.scenario.split.fix", split=split),
@@ -913,6 +923,16 @@ def _check_layout(s: Scenario, shape: dict) -> None:
     if p.pp and p.pp > shape["layers"]:
         raise rule_error(Msg("errors.scenario.pp_layers.message", pp=p.pp, layers=shape["layers"]),
                          Msg("errors.scenario.pp_layers.fix", layers=shape["layers"]), "parallelism.pp")
+    v, extra = p.virtual_pipeline_stages, 2 if p.first_last_stage_layers_fewer else 0
+    if p.pp and (shape["layers"] + extra) % (p.pp * v):
+        key = "parallelism.virtual_pipeline_stages" if v > 1 else "parallelism.first_last_stage_layers_fewer"
+        if v > 1 or extra:
+            raise rule_error(Msg("errors.scenario.pp_chunks.message", pp=p.pp, v=v,
+                                 layers=shape["layers"] + extra, chunks=p.pp * v),
+                             Msg("errors.scenario.pp_chunks.fix", pp=p.pp), key)
+    if v > 1 and p.pp == 1:
+        raise rule_error(Msg("errors.scenario.vp_without_pp.message", v=v),
+                         Msg("errors.scenario.vp_without_pp.fix"), "parallelism.virtual_pipeline_stages")
 
 
 def language_of(data: object) -> str | None:

@@ -286,3 +286,134 @@ def test_no_layout_fits_is_a_clear_error_in_the_plans_language(catalog):
     assert message.startswith(lead) and not _latin_words(message)
     assert problem.fix_in("zh") == text("plan.problems.no_layout_at_count.fix", "zh")
     assert problem.message.startswith("no layout of 8 GPUs fits in memory: the leanest (TP ")
+
+
+# --- issue 12: the layouts of today's runs (interleaving, uneven stages, CP, TP across nodes, ZeRO-3) ---
+
+KORTHIKANTI = {"memory.activation_gb_per_microbatch": None}
+
+
+@pytest.mark.parametrize("v", [2, 3, 4, 6])
+def test_interleaving_divides_the_bubble_by_v(catalog, v):
+    # Narayanan et al. 2021 §2.2.2: bubble (p − 1)/(v·m), v× the pipeline sends. The seed's
+    # TP 4 × PP 8 × DP 16 has m = 1,536 / 16 = 96 micro-batches: 7/96 = 7.3% → 7/(96·v).
+    plain = seed_plan(catalog, **KORTHIKANTI)
+    inter = seed_plan(catalog, **KORTHIKANTI, **{"parallelism.virtual_pipeline_stages": v})
+    assert plain["bubble_fraction"] == pytest.approx(7 / 96)
+    assert inter["bubble_fraction"] == pytest.approx(7 / (96 * v))
+    assert inter["pp_comm_gb"] == pytest.approx(v * plain["pp_comm_gb"])
+    # Korthikanti et al. 2022 §4.2.3: the first stage holds L·(1 + (p − 1)/(p·v)) layers of
+    # activations instead of L: p + (p − 1)/v micro-batches of its L/p layers.
+    assert inter["microbatches_in_flight"] == pytest.approx(8 + 7 / v)
+    assert inter["activations_per_gpu_gb"] / plain["activations_per_gpu_gb"] == pytest.approx(1 + 7 / (8 * v))
+    assert inter.failing_checks == plain.failing_checks
+
+
+def test_interleaving_never_holds_more_micro_batches_than_there_are(catalog):
+    # Llama 3 405B on 16,384 GPUs: m = 2,048 / 128 = 16 = p; every micro-batch is in flight.
+    plan = plan_of(_llama405(v=4), catalog)
+    assert plan["microbatches_per_step"] == 16
+    assert plan["microbatches_in_flight"] == 16
+
+
+def test_interleaving_needs_chunks_that_divide_the_layers(catalog):
+    with pytest.raises(ScenarioError) as err:
+        seed_plan(catalog, **{"parallelism.virtual_pipeline_stages": 5})
+    problem = err.value.problems[0]
+    assert problem.path == "parallelism.virtual_pipeline_stages"
+    assert "8 × virtual_pipeline_stages 5 = 40" in problem.message and "96 layers" in problem.message
+    with pytest.raises(ScenarioError) as err:
+        seed_plan(catalog, **{"parallelism.pp": 1, "parallelism.virtual_pipeline_stages": 2})
+    assert err.value.problems[0].path == "parallelism.virtual_pipeline_stages"
+
+
+def test_interleaving_in_the_workbook_check(catalog):
+    # 1,536 / (DP 16 × micro-batch 4) = 24 micro-batches: not a multiple of PP 16
+    plan = seed_plan(catalog, **KORTHIKANTI, **{"parallelism.pp": 16, "parallelism.tp": 2,
+                                                "parallelism.micro_batch_size": 4,
+                                                "parallelism.virtual_pipeline_stages": 2})
+    assert plan["microbatches_per_step"] == 24
+    assert "check_interleaving" in plan.failing_checks
+
+
+def _llama405(v=1, cp=None, seq=8192, batch=2048, gpus=16384, fewer=True, **par):
+    """Llama 3 405B as Table 4 of the Llama 3 paper lays it out: TP 8, PP 16, interleaved,
+    FSDP sharding gradients and optimizer states (ZeRO-2-like), no recomputation at 8K."""
+    parallelism = {"tp": 8, "pp": 16, "zero_stage": 2, "recompute": "none", "sequence_parallel": True,
+                   "micro_batch_size": 1, "virtual_pipeline_stages": v,
+                   "first_last_stage_layers_fewer": fewer, **par}
+    if cp:
+        parallelism["cp"] = cp
+    return {"name": "Llama 3 405B", "model": {"preset": "llama3-405b", "seq_len": seq},
+            "data": {"train_tokens": "15.6T", "global_batch_sequences": batch},
+            "hardware": {"accelerator": "nvidia_h100_sxm", "gpu_count": gpus},
+            "prices": {"per_gpu_hour": 2.0}, "parallelism": parallelism}
+
+
+def test_llama3_one_layer_fewer_on_the_first_and_last_stage(catalog):
+    # Llama 3 §3.3.2: 126 layers on 16 stages = 7 + 14 × 8 + 7; memory per GPU is the largest
+    # stage's, 8 layers = (126 + 2)/16, i.e. 128/126 of an even share.
+    plan = plan_of(_llama405(v=2), catalog)
+    assert plan["largest_stage_factor"] == pytest.approx(128 / 126)
+    assert plan["dp_size"] == 128
+    assert "check_pp_divides_layers" not in plan.failing_checks
+    assert "check_interleaving" not in plan.failing_checks
+    even = plan_of(_llama405(fewer=False), catalog)     # 126 layers do not split into 16 stages
+    assert "check_pp_divides_layers" in even.failing_checks
+    assert plan["weights_per_gpu_gb"] == pytest.approx(even["weights_per_gpu_gb"] * 128 / 126)
+
+
+def test_context_parallelism_splits_the_sequence(catalog):
+    # Llama 3 Table 4, row 3: TP 8 × CP 16 × PP 16 × DP 8 on 16,384 GPUs at 131,072 tokens, 16M
+    # tokens per batch (128 sequences). Megatron-Core: activations per GPU ÷ CP; GPUs = TP·CP·PP·DP.
+    long = plan_of(_llama405(v=2, cp=16, seq=131072, batch=128), catalog)
+    short = plan_of(_llama405(v=2), catalog)
+    assert long["dp_size"] == 8 and long["layout_label"] == "8 × 16 × 16 × 8"
+    # 16× the sequence on 16 CP ranks: the same activations per GPU as at 8K
+    assert long["activations_per_gpu_gb"] == pytest.approx(short["activations_per_gpu_gb"])
+    # ZeRO shards over DP × CP (128 ranks either way)
+    assert long["optimizer_per_gpu_gb"] == pytest.approx(short["optimizer_per_gpu_gb"])
+    # K and V of the other 15 chunks, GQA width 2 × 8 × 128, three passes, 8 layers, 16 micro-batches
+    kv = 3 * 15 / 16 * 131072 * 2 * 8 * 128 * 2 / 8 * (126 / 16) * 16 / 1e9
+    assert long["cp_comm_gb"] == pytest.approx(kv)
+    assert short["cp_comm_gb"] == 0
+
+
+def test_search_tries_cp_only_for_long_sequences(catalog):
+    free = {"tp": None, "pp": None, "zero_stage": None, "recompute": None, "sequence_parallel": None,
+            "micro_batch_size": None}
+    short = plan_of(_llama405(v=1, **free, gpus=2048), catalog)
+    assert short.values["cp_size"] == 1
+    assert all(c.layout.cp == 1 for c in short.layout.candidates)
+    long = plan_of(_llama405(v=1, **free, gpus=2048, seq=131072, batch=128), catalog)
+    assert {c.layout.cp for c in long.layout.candidates} - {1}
+    assert long.values["cp_size"] > 1
+
+
+def test_tp_across_nodes_only_when_pinned(catalog):
+    # TP 16 over two 8-GPU nodes: allowed when the scenario asks, with a warning, and its
+    # all-reduces at the scale-out bandwidth (400 Gbit/s = 50 GB/s instead of NVLink's 450 GB/s)
+    inside = seed_plan(catalog, **{"parallelism.tp": 8, "parallelism.pp": 8})
+    across = seed_plan(catalog, **{"parallelism.tp": 16, "parallelism.pp": 4})
+    assert across["warn_tp_within_node"] == 1 and inside["warn_tp_within_node"] == 0
+    assert across["tp_comm_s"] == pytest.approx(across["tp_comm_gb"] / across["scale_out_gb_per_s"])
+    assert inside["tp_comm_s"] == pytest.approx(inside["tp_comm_gb"] / inside["intra_node_gb_per_s"])
+    assert "check_tp_within_node" not in across.failing_checks
+    free = plan_of(_seed(**{"hardware.gpu_count": 512}), catalog)
+    assert all(c.layout.tp <= 8 for c in free.layout.candidates)
+
+
+def test_zero3_holds_two_gathered_layers(catalog):
+    # PyTorch FSDP's rate limiter: the layer computing and the one prefetched are gathered in
+    # full. 175e9 / 96 layers × 2 bytes × 2 layers ÷ TP 4 = 1.82 GB per GPU.
+    z3 = seed_plan(catalog, **{"parallelism.zero_stage": 3})
+    z2 = seed_plan(catalog, **{"parallelism.zero_stage": 2})
+    assert z3["zero3_gathered_gb"] == pytest.approx(175e9 / 96 * 2 * 2 / 4 / 1e9, rel=1e-3)
+    assert z2["zero3_gathered_gb"] == 0
+    assert z3["memory_per_gpu_gb"] == pytest.approx(
+        z3["weights_per_gpu_gb"] + z3["gradients_per_gpu_gb"] + z3["optimizer_per_gpu_gb"]
+        + z3["activations_per_gpu_gb"] + z3["zero3_gathered_gb"])
+
+
+def test_the_seeds_memory_is_unchanged(catalog):
+    assert seed_plan(catalog)["memory_per_gpu_gb"] == pytest.approx(89.1, abs=0.05)

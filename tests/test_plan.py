@@ -203,9 +203,12 @@ def test_invariants(catalog, changes):
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(changes=layouts())
 def test_more_zero_never_needs_more_memory(catalog, changes):
-    per_stage = [seed_plan(catalog, **{**changes, "parallelism.zero_stage": z}).memory_per_gpu_gb
-                 for z in range(4)]
-    assert per_stage == sorted(per_stage, reverse=True)
+    plans = [seed_plan(catalog, **{**changes, "parallelism.zero_stage": z}) for z in range(4)]
+    # ZeRO-3 also holds the two layers it gathers in full (PyTorch FSDP's rate limiter): its
+    # sharded states never exceed ZeRO-2's
+    per_stage = [p.memory_per_gpu_gb - p["zero3_gathered_gb"] for p in plans]
+    assert all(more <= less + 1e-9 for less, more in zip(per_stage, per_stage[1:]))
+    assert [p["zero3_gathered_gb"] > 0 for p in plans] == [False, False, False, True]
 
 
 @pytest.mark.parametrize("params, layers, hidden", [(175e9, 96, 12288), (70e9, 72, 9216), (7e9, 32, 4096)])
