@@ -69,6 +69,19 @@ PLAIN_CASES.update({
                                                  "hardware.gpu_count": 1024}),
 })
 
+# Issue 12's layout dimensions: interleaved 1F1B, context parallelism with ZeRO-3's gathered
+# layers, TP across two nodes (pinned), and the search choosing CP for a long sequence.
+PLAIN_CASES.update({
+    "interleaved-v2": (SEED_H100, {"memory.activation_gb_per_microbatch": None, "parallelism.zero_stage": 1,
+                                   "parallelism.virtual_pipeline_stages": 2}),
+    "cp4-32k-zero3": (SEED_H100, {"memory.activation_gb_per_microbatch": None, "model.seq_len": 32768,
+                                  "data.global_batch_sequences": 96, "parallelism.tp": 8, "parallelism.pp": 8,
+                                  "parallelism.cp": 4, "parallelism.zero_stage": 3,
+                                  "parallelism.virtual_pipeline_stages": 2}),
+    "tp16-across-nodes": (SEED_H100, {"parallelism.tp": 16, "parallelism.pp": 4}),
+    "search-cp-32k": (SEED_H100, {**_FREE, "model.seq_len": 32768, "data.global_batch_sequences": 96}),
+})
+
 # Schedule, failures, storage and timeline variants.
 PLAIN_CASES.update({
     "example-llama3-deadline": (SCENARIOS / "llama3-70b-h100-deadline.yaml", {}),
