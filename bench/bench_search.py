@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Benchmark the layout search (issue 3): 175B parameters, every dimension free.
+"""Benchmark the layout search (issue 3): 175B parameters, every dimension free; Llama 3 405B (issue 12).
 
 Prints layouts evaluated (over every GPU count tried) per second and wall time for the full search at 1,024 and 16,384 H100,
 for a deadline-mode sizing, and for a whole plan including the workbook. Goal: under 1 s per
@@ -50,6 +50,13 @@ def main() -> int:
     cases = [("full search, 1,024 GPUs", scenario(gpu_count=1024)),
              ("full search, 16,384 GPUs", scenario(gpu_count=16384)),
              ("deadline 30 days (sizing + search)", scenario(deadline_days=30))]
+    # Llama 3 405B (its preset's GQA/SwiGLU shape) on 16,384 H100 as Meta laid it out: interleaved
+    # 1F1B (v = 2) with one layer fewer on the first and last stage; TP, PP, DP, ZeRO, ... free.
+    llama = {"name": "bench 405B", "model": {"preset": "llama3-405b"}, "data": {"train_tokens": "15.6T"},
+             "hardware": {"accelerator": "nvidia_h100_sxm", "gpu_count": 16384},
+             "parallelism": {"virtual_pipeline_stages": 2, "first_last_stage_layers_fewer": True},
+             "prices": {"per_gpu_hour": 2.0}}
+    cases.append(("405B on 16,384 GPUs (interleaved)", llama))
     for label, data in cases:
         s = parse_scenario(data, "bench.yaml", catalog)
         wall, plan = timed(lambda s=s: build_plan(s, catalog, "bench"), args.repeat)
