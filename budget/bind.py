@@ -110,7 +110,7 @@ def schema_paths() -> frozenset[str]:
 SHAPE_INPUTS = {"params_override": "params", "model_layers": "layers", "hidden_size": "hidden_size",
                 "attention_heads": "attention_heads", "seq_len": "seq_len",
                 "vocab_size": "vocab_size", "global_batch_sequences": "global_batch_sequences"}
-UTILISATION = ("mfu", "effective_tflops_given", "layout_efficiency_override")
+UTILISATION = ("mfu", "effective_tflops_given", "layout_efficiency_override")  # hfu: plain, all-in
 PRECISION_BYTES = {"weight_bytes_per_param": 0, "grad_bytes_per_param": 1, "optimizer_bytes_per_param": 2}
 
 
@@ -358,8 +358,8 @@ def _utilisation(b: Binder) -> dict[str, InputValue]:
     if eff.layout_efficiency is not None:
         out["layout_efficiency_override"] = InputValue(float(eff.layout_efficiency),
                                                        b.source_of("efficiency.layout_efficiency"))
-    elif hw.mfu is not None or hw.effective_tflops is not None:
-        key = "mfu" if hw.mfu is not None else "effective_tflops"
+    elif hw.mfu is not None or hw.effective_tflops is not None or hw.hfu is not None:
+        key = "mfu" if hw.mfu is not None else "hfu" if hw.hfu is not None else "effective_tflops"
         out["layout_efficiency_override"] = InputValue(1.0, b.text("all_in", key=key), b.text("all_in_note"))
     return out
 

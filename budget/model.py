@@ -33,6 +33,7 @@ FX_FACTORS = (("fx_gpu", "price_currency"), ("fx_storage", "storage_price_curren
 YES_NO = ("yes", "no")
 ACTIVATIONS = ("gelu", "swiglu")
 POSITIONS = ("learned", "rotary")
+FLOPS_BASES = ("six_nd", "with_attention")
 
 
 @lru_cache(maxsize=None)
@@ -187,6 +188,9 @@ def _inputs(b: ModelBuilder) -> _Inputs:
         path="hardware.mfu")
     add("effective_tflops_given", "TFLOPS", minimum=0, positive=True, optional=True,
         path="hardware.effective_tflops")
+    add("hfu", "fraction", kind="fraction", minimum=0, maximum=1, positive=True, optional=True,
+        path="hardware.hfu")
+    add("flops_basis", "mode", kind="choice", choices=FLOPS_BASES, path="hardware.flops_basis", codec="text")
     add("usable_memory_fraction", "fraction", kind="fraction", minimum=0, maximum=1, positive=True,
         path="hardware.usable_memory_fraction")
 
@@ -393,6 +397,9 @@ def _inputs(b: ModelBuilder) -> _Inputs:
     constant("small_vocab_limit", "tokens", 65536.0, minimum=1)
     constant("ffn_width_per_hidden", "×", 4.0, minimum=1)
     constant("gated_ffn_matrices", "matrices", 3.0, minimum=3, maximum=3)
+    constant("forward_flops_per_param_token", "FLOP/(parameter·token)", 2.0, minimum=0)
+    constant("causal_attention_fraction", "fraction", 0.5, minimum=0, maximum=1, kind="fraction")
+    constant("korthikanti_split_bytes", "bytes/(s·b·h)", 24.0, minimum=24, maximum=24)
 
     # Workbook structure: not assumptions, not on the Inputs rows. The cells just below the
     # growable tables (a check fails when anything is typed there) and the Timeline's week grid.
@@ -429,12 +436,12 @@ def _accelerator(b: ModelBuilder, i: _Inputs) -> None:
            IF(i.gpu_count <= Ref("gpus_per_node"), Ref("intra_node_gb_per_s"),
               _acc("inter_node_gbit_per_s") / i.bits_per_byte))
 
-    b.item("baseline_mfu", "fraction",
-           IF(ISNUMBER(i.mfu), i.mfu, IF(ISNUMBER(i.effective_tflops_given),
-                                         i.effective_tflops_given / Ref("peak_tflops"), _acc("typical_mfu"))))
-
     b.section("model")
     _params(b, i)
+    _flops_per_token(b, i)
+
+    b.section("utilisation")
+    _utilisation(b, i)
 
     b.section("batch")
     batch_tokens = b.item("global_batch_tokens", "tokens", i.global_batch_sequences * i.seq_len)
@@ -486,6 +493,47 @@ def _params(b: ModelBuilder, i: _Inputs) -> None:
            IF(moe, given(i.active_params_override, active), total))
 
 
+def _flops_per_token(b: ModelBuilder, i: _Inputs) -> None:
+    """Training FLOPs per token on both bases (issue12_data §3): 6·N (Kaplan et al. 2020, with the
+    active parameters of an MoE model), or the matmuls (embedding lookups left out, the output
+    head's logits in) plus the attention scores QKᵀ and AV, 6·L·s·heads·(d_qk + d_v)·c, c = ½ for
+    causal attention counted as FlashAttention and DeepSeek do, 1 as Megatron and PaLM do."""
+    L, h, heads = i.model_layers, i.hidden_size, i.attention_heads
+    lookup = b.item("params_lookup", "parameters",
+                    IF(i.tied_embeddings.eq("yes"), 0, i.vocab_size * h)
+                    + IF(i.position_embeddings.eq("learned"), i.seq_len * h, 0))
+    width = b.item("attention_score_width", "width",
+                   heads * (Ref("head_dim_used") + IF(ISNUMBER(i.mla_rope_head_dim), i.mla_rope_head_dim, 0)
+                            + IF(ISNUMBER(i.mla_v_head_dim), i.mla_v_head_dim, Ref("head_dim_used"))))
+    six = b.item("flops_per_token_6n", "FLOP/token", i.flops_per_param_token * Ref("params_active"))
+    attn = b.item("attention_flops_per_token", "FLOP/token",
+                  i.flops_per_param_token * L * i.seq_len * width * i.causal_attention_fraction)
+    full = b.item("flops_per_token_with_attention", "FLOP/token",
+                  i.flops_per_param_token * (Ref("params_active") - lookup) + attn)
+    b.item("model_flops_per_token", "FLOP/token", IF(i.flops_basis.eq("with_attention"), full, six))
+
+
+def _utilisation(b: ModelBuilder, i: _Inputs) -> None:
+    """Hardware FLOPs count recomputation (Korthikanti et al. 2022 §6.3, after PaLM): full
+    recomputation runs the layers' forward again (not the output head: Narayanan et al. 2021,
+    Eq. 3), selective adds the attention scores' FLOPs once more (Korthikanti et al. 2022, Eq. 8,
+    which reproduces their Table 5). A typed HFU is converted to MFU on the chosen basis."""
+    r = Ref
+    fwd = i.forward_flops_per_param_token / i.flops_per_param_token
+    extra = b.item("recompute_flops_per_token", "FLOP/token",
+                   IF(i.recompute.eq("full"),
+                      fwd * (r("model_flops_per_token") - i.flops_per_param_token * i.vocab_size * i.hidden_size),
+                      IF(i.recompute.eq("selective"), r("attention_flops_per_token"), 0)))
+    hw = b.item("hardware_flops_per_token", "FLOP/token", r("model_flops_per_token") + extra)
+    ratio = b.item("model_to_hardware_flops", "fraction", r("model_flops_per_token") / hw)
+    b.item("mfu_from_hfu", "fraction", IF(ISNUMBER(i.hfu), i.hfu * ratio, 0))
+    b.item("baseline_mfu", "fraction",
+           IF(ISNUMBER(i.mfu), i.mfu,
+              IF(ISNUMBER(i.hfu), r("mfu_from_hfu"),
+                 IF(ISNUMBER(i.effective_tflops_given), i.effective_tflops_given / r("peak_tflops"),
+                    _acc("typical_mfu")))))
+
+
 def _layout(b: ModelBuilder, i: _Inputs) -> None:
     b.sheet("Parallelism", "chosen_layout")
     pp, v, cp = i.pp_size, i.virtual_pipeline_stages, i.cp_size
@@ -520,7 +568,24 @@ def _memory(b: ModelBuilder, i: _Inputs) -> None:
     b.section("activations")
     mode = b.item("activation_mode", "text", i.recompute.concat("/").concat(i.sequence_parallel))
     rep = b.item("act_bytes_replicated", "bytes", Lookup(ACTIVATION_TABLE, "replicated", mode))
-    split = b.item("act_bytes_split", "bytes", Lookup(ACTIVATION_TABLE, "split", mode))
+    # Korthikanti's 24 split bytes are Q, K, V and the projection's input (2 each) and the 4h GeLU
+    # MLP's two 4h-wide tensors (8 each); for other shapes: Q and the projection's input heads·d
+    # wide, K and V kv_heads·d wide, and one f-wide tensor per FFN matrix (SwiGLU: gate, up and
+    # their product), f averaged over the layers (an MoE layer: its top-k and shared experts').
+    h, L = i.hidden_size, i.model_layers
+    q = i.attention_heads * r("head_dim_used") / h
+    kv = r("kv_heads_used") * r("head_dim_used") / h
+    f_avg = b.item("ffn_activation_width", "width",
+                   ((L - r("moe_layers")) * r("ffn_hidden_used")
+                    + r("moe_layers") * (IF(ISNUMBER(i.moe_experts_per_token), i.moe_experts_per_token, 0)
+                                         + IF(ISNUMBER(i.moe_shared_experts), i.moe_shared_experts, 0))
+                    * IF(ISNUMBER(i.moe_expert_ffn_hidden_size), i.moe_expert_ffn_hidden_size,
+                         r("ffn_hidden_used"))) / L)
+    shape_split = b.item("act_bytes_split_shape", "bytes",
+                         2 * q + 2 * kv + 2 * kv + 2 * q + 2 * r("ffn_matrices") * f_avg / h)
+    extra = b.item("act_bytes_shape_extra", "bytes",
+                   IF(i.recompute.eq("full"), 0, shape_split - i.korthikanti_split_bytes))
+    split = b.item("act_bytes_split", "bytes", Lookup(ACTIVATION_TABLE, "split", mode) + extra)
     attn = b.item("act_bytes_attention", "bytes",
                   IF(i.flash_attention.eq("yes"), 0, Lookup(ACTIVATION_TABLE, "attention", mode)))
     sbh = b.item("act_sbh", "elements", i.seq_len * i.micro_batch_size * i.hidden_size)
@@ -566,7 +631,7 @@ def _efficiency(b: ModelBuilder, i: _Inputs) -> None:
     rate = b.item("baseline_flops_per_gpu_s", "FLOP/s",
                   r("peak_tflops") * r("baseline_mfu") * i.flops_per_tflop)
     step = b.item("step_compute_s", "s",
-                  i.flops_per_param_token * Ref("model_params") * r("global_batch_tokens")
+                  Ref("model_flops_per_token") * r("global_batch_tokens")
                   / (i.gpu_count * rate))
 
     b.section("pipeline_bubble")
@@ -616,7 +681,7 @@ def _efficiency(b: ModelBuilder, i: _Inputs) -> None:
 def _compute(b: ModelBuilder, i: _Inputs) -> None:
     r = Ref
     b.sheet("Compute", "training_compute")
-    flops = b.item("train_flops", "FLOP", i.flops_per_param_token * Ref("model_params") * i.train_tokens)
+    flops = b.item("train_flops", "FLOP", Ref("model_flops_per_token") * i.train_tokens)
     eff = b.item("effective_tflops", "TFLOPS", r("peak_tflops") * r("effective_mfu"))
     b.item("cluster_pflops", "PFLOPS", eff * i.gpu_count / 1000)
     gpu_s = b.item("gpu_seconds", "GPU-s", flops / (eff * i.flops_per_tflop))
@@ -775,9 +840,9 @@ def _cost(b: ModelBuilder, i: _Inputs) -> None:
                    i.flops_per_param_token * sca_n * i.scaling_tokens / flops_per_gpu_h)
     exp_h = b.item("experiment_gpu_hours", "GPU-h", val_h + sca_h)
     rb_h = b.item("rollback_gpu_hours", "GPU-h",
-                  i.flops_per_param_token * r("model_params") * r("rollback_tokens") / flops_per_gpu_h)
+                  r("model_flops_per_token") * r("rollback_tokens") / flops_per_gpu_h)
     post_h = b.item("post_training_gpu_hours", "GPU-h",
-                    i.flops_per_param_token * r("model_params") * i.post_training_tokens / flops_per_gpu_h)
+                    r("model_flops_per_token") * i.post_training_tokens / flops_per_gpu_h)
     extra_h = b.item("extra_gpu_hours", "GPU-h", exp_h + rb_h + post_h)
     extra_mwh = b.item("extra_energy_mwh", "MWh", extra_h * per_h / 1000)
     energy = b.item("energy_mwh", "MWh", cluster_mwh + extra_mwh)

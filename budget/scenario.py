@@ -241,6 +241,11 @@ class HardwareSection(_Section):
     mfu: Fraction | None = None
     effective_tflops: Tflops | None = None
     baseline_mfu: Fraction | None = None
+    # Hardware FLOPs utilisation (recomputation counted), converted to MFU on flops_basis.
+    hfu: Fraction | None = None
+    # The FLOPs an MFU counts: six_nd = 6·N·D (N active for MoE); with_attention = the matmuls
+    # plus the attention scores and logits (issue12_data §3).
+    flops_basis: Literal["six_nd", "with_attention"] = "six_nd"
     usable_memory_fraction: _number(ge=0.05, le=1) = 0.9
 
 
@@ -503,6 +508,9 @@ class ConstantsSection(_Section):
     p90_probability: _number(ge=0.9, le=0.9) = 0.9
     ffn_width_per_hidden: _number(ge=1, le=16) = 4.0
     gated_ffn_matrices: _number(ge=3, le=3) = 3.0
+    forward_flops_per_param_token: _number(ge=2, le=2) = 2.0
+    causal_attention_fraction: _number(ge=0.5, le=1) = 0.5
+    korthikanti_split_bytes: _number(ge=24, le=24) = 24.0
 
 
 class AcceleratorRow(_Section):
@@ -597,7 +605,7 @@ class Scenario(_Section):
         shape = resolved_shape(self, catalog)
         if shape is not None:
             _check_layout(self, shape)
-        given = [k for k in ("mfu", "effective_tflops", "baseline_mfu")
+        given = [k for k in ("mfu", "effective_tflops", "baseline_mfu", "hfu")
                  if getattr(self.hardware, k) is not None]
         if len(given) > 1:
             names = given[0]

@@ -96,6 +96,33 @@ PLAIN_CASES.update({
                                  "sources": {}}),
 })
 
+# Issue 12: today's shapes. GQA and SwiGLU (Llama 3 70B) on the FLOPs basis with attention;
+# Mixtral's MoE with a typed HFU under selective recomputation; a small MLA + MoE shape (DeepSeek-V2
+# Lite-like: shared experts, a leading dense layer) counting the full attention matrix.
+PLAIN_CASES.update({
+    "shape-gqa-swiglu-with-attention": (SEED_H100, {
+        "model": {"preset": "llama3-70b"}, "data.train_tokens": "15T",
+        "hardware.flops_basis": "with_attention", "memory.activation_gb_per_microbatch": None,
+        "parallelism.recompute": "selective", "parallelism.sequence_parallel": True,
+        "parallelism.zero_stage": 1, "sources": {}}),
+    "shape-moe-hfu": (SEED_H100, {
+        "model": {"preset": "mixtral-8x7b", "seq_len": 4096}, "data.global_batch_sequences": 1024,
+        "data.train_tokens": "2T", "hardware.effective_tflops": None, "hardware.peak_tflops": None,
+        "hardware.hfu": 0.45, "parallelism.recompute": "selective", "hardware.flops_basis": "with_attention",
+        "memory.activation_gb_per_microbatch": None, "sources": {}}),
+    "shape-mla-moe": (SEED_H100, {
+        "model": {"layers": 8, "hidden_size": 2048, "attention_heads": 16, "head_dim": 128,
+                  "mla": {"kv_lora_rank": 512, "rope_head_dim": 64, "v_head_dim": 128},
+                  "ffn_hidden_size": 10944, "activation": "swiglu", "tied_embeddings": False,
+                  "position_embeddings": "rotary", "seq_len": 4096, "vocab_size": 102400,
+                  "moe": {"experts": 64, "experts_per_token": 6, "shared_experts": 2,
+                          "expert_ffn_hidden_size": 1408, "first_dense_layers": 1}},
+        "data.train_tokens": "500B", "hardware.flops_basis": "with_attention",
+        "constants.causal_attention_fraction": 1, "hardware.gpu_count": 64, "parallelism.tp": 1,
+        "parallelism.pp": 1, "parallelism.zero_stage": 1, "memory.activation_gb_per_microbatch": None,
+        "storage": {}, "sources": {}}),
+})
+
 # One workbook per catalog accelerator, so every Catalog row is looked up once.
 ACCELERATOR_IDS = [
     "nvidia_h100_sxm", "nvidia_h200_sxm", "nvidia_h800_sxm", "nvidia_a100_80gb_sxm",

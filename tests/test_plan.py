@@ -258,3 +258,30 @@ def test_a_chinese_plans_shape_assumption_reads_in_chinese(catalog):
     assert p.inputs["model_layers"].source == text("plan.bind.shape_assumed", "zh")
     assert p.inputs["model_layers"].note == text("plan.bind.shape_assumed_note", "zh")
 
+
+
+# --- issue 12: FLOPs with their basis, HFU -------------------------------------------------
+
+def test_default_basis_keeps_the_seeds_6ND(seed_h100):
+    assert seed_h100["model_flops_per_token"] == 6 * 175e9
+    assert seed_h100.inputs["flops_basis"].value == "six_nd"
+
+
+def test_with_attention_basis_takes_longer_at_the_same_mfu(catalog, seed_h100):
+    """GPT-3 175B at 2,048 tokens, causal: the attention scores add 6·L·s·2h·½ = 14.5 GF per token
+    to 6·(N − s·h) (no FLOPs for the learned positions): +0.5%."""
+    p = seed_plan(catalog, **{"hardware.flops_basis": "with_attention"})
+    per_token = 6 * (175e9 - 2048 * 12288) + 6 * 96 * 2048 * 2 * 12288 / 2
+    assert p["model_flops_per_token"] == pytest.approx(per_token, rel=1e-12)
+    assert p.train_days / seed_h100.train_days == pytest.approx(per_token / (6 * 175e9), rel=1e-12)
+
+
+def test_hfu_is_all_in_and_converted_with_full_recomputation(catalog):
+    """An HFU typed with full recomputation: the layers' forward again (Narayanan et al. 2021, Eq. 3),
+    so on the 6·N basis MFU = HFU × 6N / (6N + 2·(N − V·h))."""
+    p = seed_plan(catalog, **{"hardware.effective_tflops": None, "hardware.hfu": 0.5,
+                              "parallelism.recompute": "full", "memory.activation_gb_per_microbatch": None})
+    N, Vh = 175e9, 50257 * 12288
+    assert p["baseline_mfu"] == pytest.approx(0.5 * 6 * N / (6 * N + 2 * (N - Vh)), rel=1e-12)
+    assert p.inputs["layout_efficiency_override"].value == 1.0
+    assert "hardware.hfu" in p.inputs["layout_efficiency_override"].source

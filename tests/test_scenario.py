@@ -182,3 +182,14 @@ def test_preset_details_and_scenario_overrides(catalog):
     assert shape["moe_experts"] == 256 and shape["moe_experts_per_token"] == 6    # the scenario's
     assert shape["mla_kv_lora_rank"] == 512 and shape["active_params"] == 37e9    # the preset's
     assert shape["hidden_size"] % shape["attention_heads"] == 0 or shape["head_dim"] == 128
+
+
+def test_hfu_is_one_more_utilisation_figure(catalog):
+    problems = _problems(catalog, **{"hardware.hfu": 0.5})         # the seed gives effective_tflops
+    assert problems[0][0] == "hardware.hfu"
+    assert problems[0][2].startswith("keep one: mfu, hfu or effective_tflops")
+
+
+def test_flops_basis_values(catalog):
+    problems = _problems(catalog, **{"hardware.flops_basis": "6nd"})
+    assert problems[0][0] == "hardware.flops_basis"

@@ -12,27 +12,31 @@ from pathlib import Path
 import pytest
 
 from budget.formula import compile_items
-from budget.model import build_model
-from budget.plan import resolve_inputs
+from budget.model import ACCELERATOR_TABLE, build_model
+from budget.plan import accelerator_table, resolve_inputs
 from budget.scenario import parse_scenario
 from support import SEED_H100, raw, with_changes
 
 SHAPE_ITEMS = ("params_from_shape", "model_params", "params_active", "params_active_from_shape",
-               "expert_params", "params_attention_layer", "params_embeddings", "moe_layers")
+               "expert_params", "params_attention_layer", "params_embeddings", "moe_layers",
+               "flops_per_token_6n", "flops_per_token_with_attention", "model_flops_per_token",
+               "hardware_flops_per_token", "train_flops", "baseline_mfu")
 
 
 HF = Path(__file__).resolve().parent / "data" / "hf_configs"
 
 
-def shape_values(catalog, scenario_file="shape.yaml", **model) -> dict:
-    """The shape's items for a scenario whose `model` section is `model`."""
-    data = with_changes(raw(SEED_H100), {"model": model, "parallelism": {}, "data.global_batch_sequences": None})
-    s = parse_scenario(data, scenario_file, catalog)
+def shape_values(catalog, scenario_file="shape.yaml", changes=None, **model) -> dict:
+    """The shape's items (and the FLOPs that follow from it alone) for a scenario whose `model`
+    section is `model`; `changes` to its other sections."""
+    data = with_changes(raw(SEED_H100), {"model": model, "parallelism": {}, "data.global_batch_sequences": None,
+                                         **(changes or {})})
+    s = parse_scenario(data, scenario_file or "shape.yaml", catalog)
     inputs = {k: iv.value for k, iv in resolve_inputs(s, catalog).items()}
     m = build_model()
     needed = m.closure(SHAPE_ITEMS)
     run = compile_items((i.name, i.expr) for i in m.items.values() if i.name in needed)
-    return run(inputs, {})
+    return run(inputs, {ACCELERATOR_TABLE: accelerator_table(catalog, s).lookup()})
 
 
 GPT3 = {"layers": 96, "hidden_size": 12288, "attention_heads": 96, "seq_len": 2048, "vocab_size": 50257}
@@ -198,3 +202,117 @@ def test_hf_config_needs_the_training_seq_len(catalog):
     (problem,) = err.value.problems
     assert problem.path == "model.seq_len"
     assert "max_position_embeddings 131072" in str(problem.message)
+
+
+# --- FLOPs with their basis (issue12_data §3) ---------------------------------------------
+
+def test_deepseek_v3_250_gflop_per_token(catalog):
+    """ISCA'25 (Zhao et al.), Table 2: DeepSeek-V3 250 GFLOP per token at 4,096 tokens, causal
+    attention (its §5.1.2: the lower triangle, as FlashAttention counts). From the shape alone
+    (the config.json, no published count): 6 × (active − input embedding) + 6·L·s·heads·(192 + 128)·½."""
+    v = shape_values(catalog, HF / "s.yaml", {"hardware.flops_basis": "with_attention"},
+                     hf_config="deepseek-v3.json", seq_len=4096)
+    by_hand = 6 * (v["params_active_from_shape"] - 129280 * 7168) + 6 * 61 * 4096 * 128 * (192 + 128) / 2
+    assert v["flops_per_token_with_attention"] == pytest.approx(by_hand, rel=1e-12)
+    assert v["flops_per_token_with_attention"] == pytest.approx(250e9, rel=0.02)
+    assert v["model_flops_per_token"] == v["flops_per_token_with_attention"]
+    # 6·N with the shape's active parameters (37.55B) is 10% less at 4K: the attention term
+    assert v["flops_per_token_6n"] / v["flops_per_token_with_attention"] == pytest.approx(0.90, abs=0.005)
+
+
+def test_moe_six_nd_uses_active_parameters(catalog):
+    v = shape_values(catalog, preset="deepseek-v3")
+    assert v["model_flops_per_token"] == 6 * 37e9                      # default basis: six_nd
+    assert v["train_flops"] == 6 * 37e9 * 3e12                         # the seed's 3T tokens
+
+
+def test_llama3_405b_compute_is_6ND(catalog):
+    """Llama 3 paper §1: 'pre-trained using 3.8 × 10^25 FLOPs', 405B parameters on 15.6T tokens:
+    6·N·D = 3.79e25, the default basis."""
+    v = shape_values(catalog, None, {"data.train_tokens": 15.6e12}, preset="llama3-405b")
+    assert v["train_flops"] == 6 * 405e9 * 15.6e12
+    assert v["train_flops"] == pytest.approx(3.8e25, rel=0.01)
+
+
+def test_llama3_405b_flops_with_attention_at_8k(catalog):
+    """issue12_data §3: 6·N_matmul + 6·L·s·heads·2d·½ at s = 8,192; the notes derive 2,524 GF from
+    the shape's 405.85B; the published 405B gives 6 × (405B − V·h) + 101.5 GF."""
+    v = shape_values(catalog, None, {"hardware.flops_basis": "with_attention"}, preset="llama3-405b")
+    attention = 6 * 126 * 8192 * 128 * (128 + 128) / 2
+    assert attention == pytest.approx(101.5e9, rel=1e-3)
+    assert v["model_flops_per_token"] == pytest.approx(6 * (405e9 - 128256 * 16384) + attention, rel=1e-12)
+    assert v["model_flops_per_token"] == pytest.approx(2524e9, rel=0.005)
+    assert v["model_flops_per_token"] / v["flops_per_token_6n"] == pytest.approx(1.037, abs=0.002)
+
+
+GPT3_FULL = {"constants.causal_attention_fraction": 1, "hardware.flops_basis": "with_attention"}
+
+
+def test_gpt_shape_is_korthikanti_eq7_and_narayanan_eq3(catalog):
+    """For the GPT shape with the full attention matrix: model FLOPs per token = Korthikanti et al.
+    2022, Eq. (7) ÷ (B·s) = 72·L·h²·(1 + s/(6h) + V/(12hL)); with full recomputation, hardware
+    FLOPs = Narayanan et al. 2021, Eq. (3) ÷ (B·s) = 96·L·h²·(1 + s/(6h) + V/(16Lh))."""
+    L, h, s, V = 96, 12288, 2048, 50257
+    v = shape_values(catalog, None, {**GPT3_FULL, "parallelism.recompute": "full"}, **GPT3)
+    assert v["model_flops_per_token"] == pytest.approx(72 * L * h * h * (1 + s / (6 * h) + V / (12 * h * L)),
+                                                       rel=1e-12)
+    assert v["hardware_flops_per_token"] == pytest.approx(96 * L * h * h * (1 + s / (6 * h) + V / (16 * L * h)),
+                                                          rel=1e-12)
+
+
+# Korthikanti et al. 2022, Table 5 (A100, selective recomputation with sequence parallelism):
+# model shapes from their Table 3 (vocabulary 51,200, s = 2,048), HFU and MFU in percent.
+KORTHIKANTI_TABLE_5 = [
+    ("22B", 48, 6144, 64, 43.7, 41.5), ("175B", 96, 12288, 96, 52.8, 51.4),
+    ("530B", 105, 20480, 128, 57.0, 56.0), ("1T", 128, 25600, 160, 57.0, 56.3),
+]
+
+
+@pytest.mark.parametrize("name, L, h, heads, hfu, mfu", KORTHIKANTI_TABLE_5, ids=[r[0] for r in KORTHIKANTI_TABLE_5])
+def test_hfu_converts_to_mfu_as_korthikanti_table_5(catalog, name, L, h, heads, hfu, mfu):
+    v = shape_values(catalog, None, {**GPT3_FULL, "parallelism.recompute": "selective", "hardware.hfu": hfu / 100,
+                                     "hardware.effective_tflops": None, "hardware.peak_tflops": None},
+                     layers=L, hidden_size=h, attention_heads=heads, seq_len=2048, vocab_size=51200)
+    # both published figures are rounded to 0.1 points
+    assert v["baseline_mfu"] * 100 == pytest.approx(mfu, abs=0.1)
+
+
+# --- activation memory of today's shapes (Korthikanti et al. 2022 §4.1, generalised) ----------
+
+def _activation_plan(catalog, model, **changes):
+    from support import plan_of
+    return plan_of(with_changes(raw(SEED_H100), {
+        "model": model, "memory.activation_gb_per_microbatch": None, "memory.flash_attention": False,
+        "parallelism.recompute": "none", "parallelism.sequence_parallel": False, "sources": {}, **changes}),
+        catalog)
+
+
+def test_gqa_swiglu_activation_bytes_by_hand(catalog):
+    """Llama 3 70B (h 8,192, 64 heads of 128, 8 K/V heads, SwiGLU 28,672), per layer, no TP split
+    counted, 16-bit: Korthikanti's 10 replicated bytes per s·b·h; split: Q 2 + K 2·(8·128/8192)
+    + V 0.25 + projection input 2 + three 28,672-wide tensors (gate, up, product) 3·2·3.5 = 21, so
+    25.5 instead of MHA/GeLU's 24; the attention scores 5·a·s/h unchanged."""
+    p = _activation_plan(catalog, {"preset": "llama3-70b"})
+    s, b, h, a = 8192, 1, 8192, 64
+    assert p["act_bytes_split_shape"] == 2 + 0.25 + 0.25 + 2 + 21
+    assert p["act_bytes_split"] == 25.5
+    assert p["activation_layer_gb"] == pytest.approx(s * b * h * (10 + 25.5 + 5 * a * s / h) / 1e9, rel=1e-12)
+
+
+def test_old_shape_keeps_korthikanti_exactly(catalog):
+    p = _activation_plan(catalog, {"preset": "gpt3-175b"})
+    assert p["act_bytes_shape_extra"] == 0 and p["act_bytes_split"] == 24
+
+
+def test_full_recomputation_keeps_only_the_layer_input(catalog):
+    p = _activation_plan(catalog, {"preset": "llama3-70b"}, **{"parallelism.recompute": "full"})
+    assert p["act_bytes_shape_extra"] == 0 and p["act_bytes_split"] == 0 and p["act_bytes_replicated"] == 2
+
+
+def test_moe_activation_width_by_hand(catalog):
+    """Mixtral 8x7B: every layer MoE, top-2 experts of 14,336 (SwiGLU): each token keeps 2 × 3
+    tensors 14,336 wide: 2·3·(2·14,336)/4,096 = 42 split bytes for the FFN."""
+    p = _activation_plan(catalog, {"preset": "mixtral-8x7b", "seq_len": 4096},
+                         **{"data.global_batch_sequences": 1024})
+    assert p["ffn_activation_width"] == 2 * 14336
+    assert p["act_bytes_split_shape"] == 2 + 0.5 + 0.5 + 2 + 42
