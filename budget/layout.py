@@ -25,7 +25,7 @@ from .model import RECOMPUTE_MODES
 # The layout inputs, as `Layout.as_inputs` names them; what each may take is said once, on its
 # input definition (budget/model.py: `domain`), and reaches the search through `Space.domains`.
 LAYOUT_INPUTS = ("tp_size", "pp_size", "micro_batch_size", "zero_stage", "recompute",
-                 "sequence_parallel", "cp_size")
+                 "sequence_parallel", "cp_size", "ep_size")
 # Context parallelism is tried only from this sequence length up (shorter ones keep CP 1, so the
 # searches of short-sequence runs are those of a search without CP).
 CP_MIN_SEQ_LEN = 16384
@@ -54,19 +54,20 @@ class Layout:
     recompute: str
     sequence_parallel: str          # "yes" / "no", as the workbook's drop-down holds it
     cp: int = 1                     # context parallel degree
+    ep: int = 1                     # expert parallel degree (inside DP)
 
     @classmethod
     def from_inputs(cls, values: Mapping[str, object]) -> "Layout":
         """The inverse of as_inputs."""
         return cls(int(values["tp_size"]), int(values["pp_size"]), int(values["micro_batch_size"]),
                    int(values["zero_stage"]), str(values["recompute"]), str(values["sequence_parallel"]),
-                   int(values.get("cp_size") or 1))
+                   int(values.get("cp_size") or 1), int(values.get("ep_size") or 1))
 
     def as_inputs(self) -> dict[str, object]:
         return {"tp_size": float(self.tp), "pp_size": float(self.pp),
                 "micro_batch_size": float(self.micro_batch), "zero_stage": float(self.zero_stage),
                 "recompute": self.recompute, "sequence_parallel": self.sequence_parallel,
-                "cp_size": float(self.cp)}
+                "cp_size": float(self.cp), "ep_size": float(self.ep)}
 
     def describe(self, dp: float, lang: str = DEFAULT_LANG) -> str:
         """The layout in words, as the Parallelism sheet's columns say it."""
@@ -81,8 +82,9 @@ class Layout:
             form = "layout.describe.sequence_parallel_cp" if sp else "layout.describe.plain_cp"
         else:
             form = "layout.describe.sequence_parallel" if sp else "layout.describe.plain"
-        return Msg(form, tp=self.tp, pp=self.pp, dp=dp, micro_batch=self.micro_batch,
-                   zero=zero, recompute=Msg(f"layout.recompute.{self.recompute}"), **extra)
+        layout = Msg(form, tp=self.tp, pp=self.pp, dp=dp, micro_batch=self.micro_batch,
+                     zero=zero, recompute=Msg(f"layout.recompute.{self.recompute}"), **extra)
+        return Msg("layout.describe.expert_parallel", layout=layout, ep=self.ep) if self.ep > 1 else layout
 
 
 @dataclass(frozen=True)
@@ -102,7 +104,7 @@ class Candidate:
         # Days, then cost; ties go to the simpler layout, then to more memory headroom.
         lay = self.layout
         return (round(self.train_days, 9), round(self.values["total_cost"], 6),
-                RECOMPUTE_MODES.index(lay.recompute), lay.zero_stage, lay.cp, lay.pp, lay.tp,
+                RECOMPUTE_MODES.index(lay.recompute), lay.zero_stage, lay.cp, lay.ep, lay.pp, lay.tp,
                 -self.values["memory_headroom_gb"], lay.micro_batch, lay.sequence_parallel)
 
 
@@ -138,6 +140,7 @@ class Space:
     seq_len: int = 0                  # CP is tried from CP_MIN_SEQ_LEN tokens up
     virtual_stages: int = 1           # interleaved 1F1B: PP × v chunks must divide the layers
     extra_layers: int = 0             # 2 with one layer fewer on the first and the last stage
+    experts: int = 0                  # routed experts (0: a dense model, EP 1)
 
     def _choices(self, name: str, free=None) -> list:
         if name in self.pins:
@@ -153,6 +156,12 @@ class Space:
                                         if layers % (p * v) == 0 and (v == 1 or p > 1)))
         return tps, pps, self._choices("micro_batch_size")
 
+    def ep_choices(self) -> list:
+        """EP degrees to try: those dividing the routed experts (1 for a dense model)."""
+        domain = self.domains["ep_size"]
+        return self._choices("ep_size", [e for e in domain if self.experts and self.experts % e == 0]
+                             or domain[:1])
+
     def cp_choices(self) -> list:
         """CP degrees to try: 1 below CP_MIN_SEQ_LEN tokens, else the input's domain."""
         domain = self.domains["cp_size"]
@@ -163,6 +172,7 @@ class Space:
         zeros = self._choices("zero_stage")
         rcs = self._choices("recompute")
         sp_values = self.domains["sequence_parallel"]
+        eps = self.ep_choices()
         for tp, pp, cp in product(tps, pps, self.cp_choices()):
             if gpu_count % (tp * pp * cp):
                 continue
@@ -175,8 +185,9 @@ class Space:
                 # interleaving needs the micro-batches per pipeline to be a multiple of PP
                 if self.virtual_stages > 1 and (self.global_batch // (dp * mb)) % pp:
                     continue
-                for zero, rc, sp in product(zeros, rcs, sps):
-                    yield Layout(int(tp), int(pp), int(mb), int(zero), rc, sp, int(cp))
+                for zero, rc, sp, ep in product(zeros, rcs, sps, eps):
+                    if dp % ep == 0:     # EP inside DP
+                        yield Layout(int(tp), int(pp), int(mb), int(zero), rc, sp, int(cp), int(ep))
 
 
     def split_counts(self, max_gpus: int = MAX_GPUS) -> list[int]:
@@ -226,7 +237,7 @@ def _distinct(candidates: list[Candidate], n: int) -> list[Candidate]:
     """The first n with different TP × PP × micro-batch, so rejected rows say different things."""
     seen, out = set(), []
     for c in candidates:
-        key = (c.layout.tp, c.layout.pp, c.layout.micro_batch, c.layout.cp)
+        key = (c.layout.tp, c.layout.pp, c.layout.micro_batch, c.layout.cp, c.layout.ep)
         if key not in seen:
             seen.add(key)
             out.append(c)

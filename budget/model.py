@@ -209,6 +209,8 @@ def _inputs(b: ModelBuilder) -> _Inputs:
            choices=YES_NO)
     # context parallelism: the search tries more than 1 only for long sequences (budget/layout.py)
     layout("cp_size", "GPUs", "cp", (1, 2, 4, 8, 16, 32), kind="integer", minimum=1)
+    # expert parallelism, inside DP: the search tries more than 1 only for MoE models
+    layout("ep_size", "GPUs", "ep", (1, 2, 4, 8, 16, 32, 64), kind="integer", minimum=1)
     add("virtual_pipeline_stages", "stages", kind="integer", minimum=1, maximum=64,
         path="parallelism.virtual_pipeline_stages", codec="int")
     add("first_last_stage_layers_fewer", "yes/no", kind="choice", choices=YES_NO,
@@ -229,6 +231,8 @@ def _inputs(b: ModelBuilder) -> _Inputs:
         path="efficiency.dp_comm_exposed")
     add("cp_comm_exposed", "fraction", kind="fraction", minimum=0, maximum=1,
         path="efficiency.cp_comm_exposed")
+    add("ep_comm_exposed", "fraction", kind="fraction", minimum=0, maximum=1,
+        path="efficiency.ep_comm_exposed")
 
     b.input_section("memory")
     add("weight_bytes_per_param", "bytes/parameter", minimum=0, path="memory.weight_bytes_per_param")
@@ -392,6 +396,7 @@ def _inputs(b: ModelBuilder) -> _Inputs:
     constant("zero3_comm_factor", "×", 1.5, minimum=1)
     constant("zero3_gathered_layers", "layers", 2.0, minimum=0)
     constant("cp_kv_passes", "×", 3.0, minimum=0)
+    constant("ep_all_to_all_passes", "×", 4.0, minimum=0)
     constant("token_id_bytes", "bytes", 2.0, minimum=1)
     constant("p90_probability", "fraction", 0.9, minimum=0, maximum=1, kind="fraction")
     constant("small_vocab_limit", "tokens", 65536.0, minimum=1)
@@ -602,9 +607,16 @@ def _memory(b: ModelBuilder, i: _Inputs) -> None:
     # ZeRO shards over the data-parallel ranks, with CP over data × context ranks (Megatron-Core)
     dp = r("dp_size") * cp
     stage = r("largest_stage_factor")
-    w_gpu = b.item("weights_per_gpu_gb", "GB", w / (tp * pp) / IF(zero > 2, dp, 1) * stage)
-    g_gpu = b.item("gradients_per_gpu_gb", "GB", g / (tp * pp) / IF(zero >= 2, dp, 1) * stage)
-    o_gpu = b.item("optimizer_per_gpu_gb", "GB", o / (tp * pp) / IF(zero >= 1, dp, 1) * stage)
+    # EP: each GPU holds 1/ep of the routed experts (and their gradients and optimizer states);
+    # ZeRO shards them over the dp/ep expert-data-parallel ranks, so sharded they are 1/dp either way
+    ep_cut = b.item("ep_state_saving", "fraction",
+                    Ref("expert_params") / Ref("model_params") * (1 - 1 / i.ep_size))
+    w_gpu = b.item("weights_per_gpu_gb", "GB",
+                   w / (tp * pp) / IF(zero > 2, dp, 1) * stage * (1 - IF(zero > 2, 0, ep_cut)))
+    g_gpu = b.item("gradients_per_gpu_gb", "GB",
+                   g / (tp * pp) / IF(zero >= 2, dp, 1) * stage * (1 - IF(zero >= 2, 0, ep_cut)))
+    o_gpu = b.item("optimizer_per_gpu_gb", "GB",
+                   o / (tp * pp) / IF(zero >= 1, dp, 1) * stage * (1 - IF(zero >= 1, 0, ep_cut)))
     a_gpu = b.item("activations_per_gpu_gb", "GB",
                    IF(ISNUMBER(i.activation_gb_override), i.activation_gb_override / (tp * pp * cp),
                       sbh * (rep + split / tp + attn * i.attention_heads * i.seq_len / (i.hidden_size * tp))
@@ -661,9 +673,18 @@ def _efficiency(b: ModelBuilder, i: _Inputs) -> None:
                    * (i.model_layers / pp) * m / i.bytes_per_gb)
     cp_s = b.item("cp_comm_s", "s", cp_gb / IF(tp * cp > r("gpus_per_node"), r("scale_out_gb_per_s"),
                                                r("intra_node_gb_per_s")))
+    # EP all-to-all per MoE layer: dispatch and combine of each token's top-k copies
+    # (2·tokens·k·h·bytes·(ep − 1)/ep) forward, and as much again backward
+    ep = i.ep_size
+    ep_gb = b.item("ep_comm_gb", "GB",
+                   i.ep_all_to_all_passes * (ep - 1) / ep * r("act_sbh") * IF(ISNUMBER(i.moe_experts_per_token),
+                                                             i.moe_experts_per_token, 0)
+                   * i.activation_bytes_per_element / tp / cp * (r("moe_layers") / pp) * m / i.bytes_per_gb)
+    ep_s = b.item("ep_comm_s", "s", ep_gb / IF(tp * ep > r("gpus_per_node"), r("scale_out_gb_per_s"),
+                                               r("intra_node_gb_per_s")))
     comm = b.item("comm_fraction", "fraction of step",
                   (tp_s * i.tp_comm_exposed + dp_s * i.dp_comm_exposed + pp_s
-                   + cp_s * i.cp_comm_exposed) / step)
+                   + cp_s * i.cp_comm_exposed + ep_s * i.ep_comm_exposed) / step)
 
     b.section("effective_mfu")
     overhead = b.item("recompute_overhead", "fraction of step",
@@ -955,6 +976,11 @@ def _checks(b: ModelBuilder, i: _Inputs) -> None:
                                          MOD(r("microbatches_per_step"), i.pp_size).eq(0))),
             detail=sentence(b, "check_interleaving", i.pp_size, i.virtual_pipeline_stages, stage_layers,
                             ROUND(r("microbatches_per_step"), 2)))
+    # Megatron-Core and DeepSeek-V3 place EP inside DP; each EP rank holds experts ÷ ep experts
+    b.check("check_ep_divides", OR(i.ep_size.eq(1),
+                                   AND(MOD(r("dp_size"), i.ep_size).eq(0),
+                                       MOD(r("moe_experts_used"), i.ep_size).eq(0))),
+            detail=sentence(b, "check_ep_divides", i.ep_size, r("dp_size"), r("moe_experts_used")))
     b.check("check_batch_divides", MOD(i.global_batch_sequences, r("dp_size") * i.micro_batch_size).eq(0),
             detail=sentence(b, "check_batch_divides", ROUND(r("dp_size") * i.micro_batch_size, 2),
                             i.global_batch_sequences))

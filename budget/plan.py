@@ -272,20 +272,22 @@ def size_and_lay_out(s: Scenario, catalog: Catalog, inputs: dict[str, InputValue
     evaluate = Evaluator(model, base, lookups)
     space = Space(shape["attention_heads"], shape["layers"], shape["global_batch_sequences"], gpn, pins,
                   layout_domains(model), int(shape["seq_len"]), s.parallelism.virtual_pipeline_stages,
-                  2 if s.parallelism.first_last_stage_layers_fewer else 0)
+                  2 if s.parallelism.first_last_stage_layers_fewer else 0, int(shape.get("moe_experts") or 0))
     given = s.hardware.gpu_count
 
     lang = s.language
     # a dimension with one possible value (CP below 16K tokens) is as good as pinned
-    held = set(pins) | ({"cp_size"} if len(space.cp_choices()) == 1 else set())
+    held = (set(pins) | ({"cp_size"} if len(space.cp_choices()) == 1 else set())
+            | ({"ep_size"} if len(space.ep_choices()) == 1 else set()))
     if given and held >= set(LAYOUT_INPUTS):
-        pinned = evaluate(Layout.from_inputs({"cp_size": space.cp_choices()[0], **pins}),
+        pinned = evaluate(Layout.from_inputs({"cp_size": space.cp_choices()[0], "ep_size": space.ep_choices()[0], **pins}),
                           given)
         explanation = fmt("plan.layout.pinned_fits" if pinned.fits else "plan.layout.pinned_does_not_fit", lang,
                           layout=pinned.layout.describe(pinned.values["dp_size"], lang),
                           memory=pinned.values["memory_per_gpu_gb"], usable=pinned.values["usable_hbm_gb"])
-        held_cp = {} if "cp_size" in pins else {
-            "cp_size": InputValue(float(pinned.layout.cp), model.inputs["cp_size"].cite)}
+        held_cp = {name: InputValue(float(value), model.inputs[name].cite)
+                   for name, value in (("cp_size", pinned.layout.cp), ("ep_size", pinned.layout.ep))
+                   if name not in pins}
         return LayoutChoice("fixed", None, (pinned,), held_cp, explanation, evaluate.calls)
 
     if given:

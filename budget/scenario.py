@@ -264,6 +264,8 @@ class ParallelismSection(_Section):
     virtual_pipeline_stages: _whole(ge=1, le=64) = 1
     # Llama 3 §3.3.2: one layer fewer on the first and on the last stage (embedding, output head).
     first_last_stage_layers_fewer: bool = False
+    # Expert parallelism (MoE only), inside DP: DP must be a multiple of ep (Megatron-Core, DeepSeek-V3).
+    ep: PositiveInt | None = None
 
 
 class SizingSection(_Section):
@@ -277,6 +279,7 @@ class EfficiencySection(_Section):
     tp_comm_exposed: _number(ge=0, le=1) = 1.0
     dp_comm_exposed: _number(ge=0, le=1) = 0.25
     cp_comm_exposed: _number(ge=0, le=1) = 1.0
+    ep_comm_exposed: _number(ge=0, le=1) = 1.0
 
 
 PRECISIONS = {
@@ -503,6 +506,7 @@ class ConstantsSection(_Section):
     zero3_comm_factor: _number(ge=1, le=3) = 1.5
     zero3_gathered_layers: _number(ge=0, le=8) = 2.0
     cp_kv_passes: _number(ge=0, le=4) = 3.0
+    ep_all_to_all_passes: _number(ge=0, le=8) = 4.0
     token_id_bytes: _number(ge=1, le=8) = 2.0
     small_vocab_limit: _number(ge=256, le=2 ** 32) = 65536.0
     p90_probability: _number(ge=0.9, le=0.9) = 0.9
@@ -938,6 +942,14 @@ def _check_layout(s: Scenario, shape: dict) -> None:
             raise rule_error(Msg("errors.scenario.pp_chunks.message", pp=p.pp, v=v,
                                  layers=shape["layers"] + extra, chunks=p.pp * v),
                              Msg("errors.scenario.pp_chunks.fix", pp=p.pp), key)
+    if p.ep and p.ep > 1:
+        experts = shape.get("moe_experts")
+        if not experts or experts % p.ep:
+            raise rule_error(Msg("errors.scenario.ep_experts.message", ep=p.ep, experts=experts or 0),
+                             Msg("errors.scenario.ep_experts.fix"), "parallelism.ep")
+        if hw.gpu_count is not None and p.tp and p.pp and (hw.gpu_count // split) % p.ep:
+            raise rule_error(Msg("errors.scenario.ep_dp.message", ep=p.ep, dp=hw.gpu_count // split),
+                             Msg("errors.scenario.ep_dp.fix", dp=hw.gpu_count // split), "parallelism.ep")
     if v > 1 and p.pp == 1:
         raise rule_error(Msg("errors.scenario.vp_without_pp.message", v=v),
                          Msg("errors.scenario.vp_without_pp.fix"), "parallelism.virtual_pipeline_stages")

@@ -80,6 +80,11 @@ PLAIN_CASES.update({
                                   "parallelism.virtual_pipeline_stages": 2}),
     "tp16-across-nodes": (SEED_H100, {"parallelism.tp": 16, "parallelism.pp": 4}),
     "search-cp-32k": (SEED_H100, {**_FREE, "model.seq_len": 32768, "data.global_batch_sequences": 96}),
+    "ep8-mixtral": (SEED_H100, {"model": {"preset": "mixtral-8x7b", "seq_len": 4096}, "sources": {},
+                                "memory.activation_gb_per_microbatch": None, "hardware.gpu_count": 256,
+                                "data.global_batch_sequences": 1024, "parallelism": {
+                                    "tp": 1, "pp": 4, "ep": 8, "zero_stage": 1, "recompute": "full",
+                                    "sequence_parallel": False, "micro_batch_size": 1}}),
 })
 
 # Schedule, failures, storage and timeline variants.

@@ -417,3 +417,79 @@ def test_zero3_holds_two_gathered_layers(catalog):
 
 def test_the_seeds_memory_is_unchanged(catalog):
     assert seed_plan(catalog)["memory_per_gpu_gb"] == pytest.approx(89.1, abs=0.05)
+
+
+# --- expert parallelism (MoE) ---------------------------------------------------------------
+
+def _moe(preset="mixtral-8x7b", gpus=256, **par):
+    parallelism = {"tp": 1, "pp": 4, "zero_stage": 0, "recompute": "full", "sequence_parallel": False,
+                   "micro_batch_size": 1, **par}
+    return {"name": "MoE", "model": {"preset": preset, "seq_len": 4096},
+            "data": {"train_tokens": "1T", "global_batch_sequences": 1024},
+            "hardware": {"accelerator": "nvidia_h100_sxm", "gpu_count": gpus},
+            "prices": {"per_gpu_hour": 2.0}, "parallelism": parallelism}
+
+
+def test_ep_divides_the_routed_experts_states(catalog):
+    # Mixtral 8x7B: EP 8 puts one of the 8 experts of each layer on a GPU. Without ZeRO a GPU
+    # holds the shared part and 1/8 of the routed experts: (N − E + E/8)/N of the states.
+    one = plan_of(_moe(ep=1), catalog)
+    eight = plan_of(_moe(ep=8), catalog)
+    n, e = one["model_params"], one["expert_params"]
+    assert e / n == pytest.approx(0.96, abs=0.01)     # 45B of Mixtral's 46.7B are routed experts
+    for item in ("weights_per_gpu_gb", "gradients_per_gpu_gb", "optimizer_per_gpu_gb"):
+        assert eight[item] / one[item] == pytest.approx((n - e + e / 8) / n)
+    # sharded by ZeRO the expert states are 1/DP either way (dp/ep expert-data-parallel ranks)
+    z1 = [plan_of(_moe(ep=ep, zero_stage=1), catalog)["optimizer_per_gpu_gb"] for ep in (1, 8)]
+    assert z1[0] == pytest.approx(z1[1])
+
+
+def test_ep_all_to_all_volume(catalog):
+    # 2 (dispatch, combine) × tokens × top-k × h × 2 bytes × (EP − 1)/EP forward, ×2 with backward,
+    # per MoE layer of the stage (32/4) and micro-batch (1,024 / DP 64 = 16)
+    plan = plan_of(_moe(ep=8), catalog)
+    want = 2 * 2 * 4096 * 2 * 4096 * 2 * 7 / 8 * (32 / 4) * 16 / 1e9
+    assert plan["ep_comm_gb"] == pytest.approx(want)
+    assert plan_of(_moe(ep=1), catalog)["ep_comm_gb"] == 0
+
+
+def test_deepseek_v3_layout_and_its_one_to_one_compute_to_communication(catalog):
+    # DeepSeek-V3 §3.2: PP 16, EP 64 over 8 nodes, ZeRO-1 DP, no TP on 2,048 H800 (DP 128 for
+    # the dense part; EP inside it). §3.2.1: "the computation-to-communication ratio is
+    # approximately 1:1" for the cross-node all-to-all, which DualPipe hides.
+    data = _moe("deepseek-v3", 2048, tp=1, pp=16, ep=64, zero_stage=1, recompute="selective")
+    data["data"]["global_batch_sequences"] = 15360
+    data["hardware"]["accelerator"] = "nvidia_h800_sxm"
+    plan = plan_of(data, catalog)
+    assert plan["dp_size"] == 128 and "check_ep_divides" not in plan.failing_checks
+    assert plan["ep_comm_s"] / plan["step_compute_s"] == pytest.approx(1, abs=0.25)
+
+
+def test_ep_rules_name_the_key(catalog):
+    # EP 3 does not divide Mixtral's 8 experts; EP 8 does not divide DP 48 / PP 4 = 12
+    for gpus, ep, words in ((256, 3, "8 routed experts"), (48, 8, "data-parallel degree 12")):
+        with pytest.raises(ScenarioError) as err:
+            plan_of(_moe(gpus=gpus, ep=ep), catalog)
+        assert err.value.problems[0].path == "parallelism.ep"
+        assert words in err.value.problems[0].message
+    with pytest.raises(ScenarioError) as err:
+        seed_plan(catalog, **{"parallelism.ep": 2})          # GPT-3 is dense
+    assert err.value.problems[0].path == "parallelism.ep"
+
+
+def test_search_tries_ep_for_moe_models_only(catalog):
+    free = {k: None for k in ("tp", "pp", "zero_stage", "recompute", "sequence_parallel", "micro_batch_size")}
+    moe = plan_of(_moe(**free), catalog)
+    ep1 = plan_of(_moe(**free, ep=1), catalog)
+    # EP 1, 2, 4 and 8 divide Mixtral's 8 experts: four times the layouts (where DP allows)
+    assert moe.layout.search.evaluated > 3 * ep1.layout.search.evaluated
+    # EP's all-to-all costs time and Mixtral fits without it on 256 GPUs: EP 1 wins
+    assert moe.values["ep_size"] == 1
+    # (ZeRO shards the experts' states as well without the all-to-all.) EP stays inside DP:
+    domains = layout_domains(build_model())
+    mixtral = Space(32, 32, 1024, 8, {}, domains, 4096, experts=8)
+    assert {(lay.ep, 256 // (lay.tp * lay.pp) % lay.ep) for lay in mixtral.options(256)} == {
+        (1, 0), (2, 0), (4, 0), (8, 0)}
+    assert {lay.ep for lay in Space(96, 96, 1536, 8, {}, domains, 2048).options(512)} == {1}
+    dense = plan_of(_seed(**{"hardware.gpu_count": 512}), catalog)
+    assert all(c.layout.ep == 1 for c in dense.layout.candidates)
