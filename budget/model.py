@@ -126,7 +126,11 @@ SEARCH_INPUTS = ("gpu_type", "model_layers", "hidden_size", "attention_heads", "
                  "vocab_size", "params_override", "train_tokens", "global_batch_sequences",
                  "deadline_days", "usable_memory_fraction", "weight_bytes_per_param",
                  "grad_bytes_per_param", "optimizer_bytes_per_param", "flash_attention",
-                 "activation_gb_override", "gpu_count")
+                 "activation_gb_override", "gpu_count",
+                 # the shape's details the memory depends on (issue 12)
+                 "num_kv_heads", "head_dim", "ffn_hidden_size", "activation", "moe_experts",
+                 "moe_experts_per_token", "moe_shared_experts", "moe_expert_ffn_hidden_size",
+                 "moe_first_dense_layers", "moe_layer_freq")
 SEARCH_ITEMS = ("peak_tflops", "hbm_gb", "gpus_per_node", "intra_node_gb_per_s",
                 "scale_out_gb_per_s")
 

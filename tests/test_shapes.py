@@ -316,3 +316,29 @@ def test_moe_activation_width_by_hand(catalog):
                          **{"data.global_batch_sequences": 1024})
     assert p["ffn_activation_width"] == 2 * 14336
     assert p["act_bytes_split_shape"] == 2 + 0.5 + 0.5 + 2 + 42
+
+
+@pytest.mark.parametrize("model, changes", [
+    ({"preset": "deepseek-v3"}, {"hardware.gpu_count": 4096, "parallelism": {"tp": 8, "pp": 16, "zero_stage": 1},
+                                 "memory.activation_gb_per_microbatch": None}),
+    ({"hf_config": "../tests/data/hf_configs/mixtral-8x7b.json", "seq_len": 4096},
+     {"hardware.effective_tflops": None, "hardware.peak_tflops": None, "hardware.hfu": 0.45,
+      "hardware.flops_basis": "with_attention", "parallelism.recompute": "selective"}),
+])
+def test_unbind_inverts_bind_for_todays_shapes(catalog, model, changes):
+    """A workbook's shape cells (K/V heads, SwiGLU, MoE, MLA, the FLOPs basis, an HFU) import back
+    to a scenario that binds to the same cells."""
+    from budget.bind import unbind
+    from support import SCENARIOS, plan_of
+    from budget.scenario import parse_scenario
+    from budget.plan import build_plan
+    data = with_changes(raw(SEED_H100), {"model": model, "sources": {}, **changes})
+    first = build_plan(parse_scenario(data, SCENARIOS / "shape.yaml", catalog), catalog)
+    values = {k: iv.value for k, iv in first.inputs.items()}
+    again = plan_of({**unbind(build_model(), values), "name": "round trip"}, catalog, "again")
+    for name, d in build_model().inputs.items():
+        if d.path is None or d.kind.startswith("generated"):
+            continue
+        assert again.inputs[name].value == values[name], name
+    for name in ("model_params", "params_active", "expert_params", "model_flops_per_token", "mfu_from_hfu"):
+        assert again[name] == first[name], name
