@@ -99,3 +99,34 @@ def test_a_broken_catalog_is_reported_in_the_runs_language(tmp_path, capsys):
     assert err.value.render() == (
         f"{path}: accelerators[0].peak_bf16_tflops.source: source 'nowhere' is not listed under sources\n"
         "  fix: add it to sources with a full citation")
+
+
+# --- issue 12: the presets of today's shapes ------------------------------------------------
+
+def test_todays_presets_carry_their_shapes(catalog):
+    """Llama 3 (Table 3: 8 K/V heads, SwiGLU 14,336 / 28,672 / 53,248), Mixtral (Table 1: 8
+    experts, top-2), DeepSeek-V3 (§4.2: 256 + 1 experts of 2,048, top-8, 3 dense layers, MLA ranks
+    1,536 / 512, RoPE 64) and Qwen2.5-72B, each sourced and noted."""
+    for preset, ffn in (("llama3-8b", 14336), ("llama3-70b", 28672), ("llama3-405b", 53248)):
+        m = catalog.model(preset)
+        assert (m.num_kv_heads, m.ffn_hidden_size, m.activation, m.tied_embeddings) == (8, ffn, "swiglu", False)
+        assert m.vocab_size == 128256
+    mixtral = catalog.model("mixtral-8x7b")
+    assert (mixtral.moe.experts, mixtral.moe.experts_per_token, mixtral.global_batch_sequences) == (8, 2, None)
+    ds = catalog.model("deepseek-v3")
+    assert (ds.moe.experts, ds.moe.shared_experts, ds.moe.experts_per_token, ds.moe.expert_ffn_hidden_size,
+            ds.moe.first_dense_layers) == (256, 1, 8, 2048, 3)
+    assert (ds.mla.q_lora_rank, ds.mla.kv_lora_rank, ds.mla.rope_head_dim, ds.mla.v_head_dim) == (1536, 512, 64, 128)
+    assert "approximated" in ds.note                                # MLA's count is said to be approximate
+    assert "SECONDARY" in catalog.model("qwen2.5-72b").note
+    for m in catalog.models:
+        assert m.source.strip() and m.as_of
+
+
+def test_a_preset_moe_needs_its_expert_width(tmp_path):
+    folder = _copy_catalogs(tmp_path)
+    path = folder / "models.yaml"
+    path.write_text(path.read_text().replace("    expert_ffn_hidden_size: 14336\n", "", 1))
+    with pytest.raises(CatalogError) as err:
+        load_catalog(folder)
+    assert err.value.problems[0].path.endswith(".moe.expert_ffn_hidden_size")
