@@ -53,11 +53,15 @@ class Accelerator(_Strict):
     inter_node_gbit_per_s: Figure
     typical_mfu: Figure
     tdp_w: Figure | None = None       # board power; a reviewer's row may lack it (energy is then blank)
+    # Optional: absent where not published (a blank cell on the Catalog sheet, never a 0).
+    peak_fp8_tflops: Figure | None = None     # dense FP8 tensor throughput, no 2:4 sparsity
+    peak_fp4_tflops: Figure | None = None     # dense FP4 (NVFP4 / MXFP4) tensor throughput
+    scale_up_domain: Figure | None = None     # accelerators on the fast fabric (HGX 8, NVL72, a TPU pod)
 
     @model_validator(mode="after")
     def _figures_make_sense(self):
         for field in ("peak_bf16_tflops", "hbm_gb", "gpus_per_node", "intra_node_gb_per_s",
-                      "inter_node_gbit_per_s", "tdp_w"):
+                      "inter_node_gbit_per_s", "tdp_w", *OPTIONAL_FIGURES):
             if getattr(self, field) is None:
                 continue
             if getattr(self, field).value <= 0:
@@ -68,6 +72,11 @@ class Accelerator(_Strict):
         if not float(self.gpus_per_node.value).is_integer():
             raise rule_error(Msg("errors.catalog.whole_gpus.message"),
                              Msg("errors.types.other.fix", field="gpus_per_node"))
+        domain = self.scale_up_domain
+        if domain is not None and (not float(domain.value).is_integer()
+                                   or domain.value < self.gpus_per_node.value):
+            raise rule_error(Msg("errors.catalog.scale_up_domain.message"),
+                             Msg("errors.catalog.scale_up_domain.fix"), "scale_up_domain.value")
         return self
 
 
@@ -274,7 +283,9 @@ class _AcceleratorFile(_Strict):
                 raise rule_error(Msg("errors.catalog.accelerator_twice.message", id=repr(acc.id)),
                                  Msg("errors.id_twice.fix"), f"accelerators[{i}].id")
             seen.add(acc.id)
-            for field in FIGURES:
+            for field in (*FIGURES, *OPTIONAL_FIGURES):
+                if getattr(acc, field) is None and field in OPTIONAL_FIGURES:
+                    continue
                 if getattr(acc, field) is None:
                     raise rule_error(Msg("errors.catalog.figure_missing.message", field=field),
                                      Msg("errors.catalog.figure_missing.fix", field=field),
@@ -332,6 +343,8 @@ class Catalog:
 
 FIGURES = ("peak_bf16_tflops", "hbm_gb", "gpus_per_node", "intra_node_gb_per_s",
            "inter_node_gbit_per_s", "typical_mfu", "tdp_w")
+# Figures an entry has only where they are published (each then sourced and dated like the rest).
+OPTIONAL_FIGURES = ("peak_fp8_tflops", "peak_fp4_tflops", "scale_up_domain")
 
 
 def _accelerator_from_row(row) -> Accelerator:

@@ -78,6 +78,9 @@ def _tables(b: ModelBuilder) -> None:
         ("hbm_gb", "GB"), ("gpus_per_node", "GPUs"), ("intra_node_gb_per_s", "GB/s"),
         ("inter_node_gbit_per_s", "Gbit/s"), ("typical_mfu", "fraction"), ("tdp_w", "W"),
         ("node_overhead_kw", "kW"), ("node_price", "price"), ("node_price_currency", "text"),
+        # appended, so the columns above keep their places; blank where not published: a formula
+        # reads them behind ISNUMBER (INDEX of a blank cell is 0 in Excel), as tdp_w is read
+        ("peak_fp8_tflops", "TFLOPS"), ("peak_fp4_tflops", "TFLOPS"), ("scale_up_domain", "GPUs"),
     ])
     b.table(FX_TABLE, [("id", "text"), ("rate", "×")])
     b.table(ACTIVATION_TABLE, [

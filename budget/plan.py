@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Mapping
 
-from .catalog import Catalog
+from .catalog import OPTIONAL_FIGURES, Catalog
 from .errors import Msg, Problem as _Problem, ScenarioError
 from .i18n import DEFAULT_LANG, fmt, text
 from .layout import (LAYOUT_INPUTS, layout_domains, Candidate, Evaluator, Layout, NoLayoutFits, SearchResult, Space,
@@ -129,6 +129,11 @@ def accelerator_table(catalog: Catalog, scenario: Scenario | None = None) -> Tab
                 cites.append(fig.cite())
         added = scenario is not None and acc.id in {r.id for r in scenario.catalog.accelerators}
         row.update(_node_figures(catalog, acc.id, cites, stand_in=not added, lang=lang))
+        for col in OPTIONAL_FIGURES:     # blank where not published
+            fig = getattr(acc, col)
+            row[col] = None if fig is None else float(fig.value)
+            if fig is not None:
+                cites.append(fig.cite())
         if scenario and scenario.hardware.peak_tflops and acc.id == scenario.hardware.accelerator:
             row["peak_bf16_tflops"] = float(scenario.hardware.peak_tflops)
             cites[0] = fmt("plan.tables.peak_overridden", lang, datasheet=acc.peak_bf16_tflops.value,

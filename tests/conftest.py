@@ -129,13 +129,27 @@ PLAIN_CASES.update({
 })
 
 # One workbook per catalog accelerator, so every Catalog row is looked up once.
+# The accelerators beyond the seed's GPUs (TPUs, Trainium, Gaudi, the newest NVIDIA and AMD
+# parts) plan a small model: a 1.3B GPT shape on 64 of them (TP 4 inside a TPU host of 4,
+# ZeRO-1 over DP 16), which fits even the TPU v5e's 16 GB.
+SMALL_MODEL_ACCELERATORS = [
+    "google_tpu_v4", "google_tpu_v5p", "google_tpu_v5e", "google_tpu_v6e", "aws_trainium2",
+    "intel_gaudi3", "nvidia_b300", "nvidia_gb300", "amd_mi355x",
+]
 ACCELERATOR_IDS = [
     "nvidia_h100_sxm", "nvidia_h200_sxm", "nvidia_h800_sxm", "nvidia_a100_80gb_sxm",
     "nvidia_a100_40gb_sxm", "nvidia_a800_sxm", "nvidia_b100", "nvidia_b200", "nvidia_gb200",
-    "amd_mi300x", "amd_mi325x", "huawei_ascend_910b", "nvidia_h20",
+    "amd_mi300x", "amd_mi325x", "huawei_ascend_910b", "nvidia_h20", *SMALL_MODEL_ACCELERATORS,
 ]
+SMALL_MODEL = {
+    "model.preset": None, "model.layers": 24, "model.hidden_size": 2048,
+    "model.attention_heads": 16, "model.seq_len": 2048, "model.vocab_size": 50257,
+    "data.train_tokens": "100B", "hardware.gpu_count": 64, "parallelism.tp": 4,
+    "parallelism.pp": 1, "parallelism.zero_stage": 1, "memory.activation_gb_per_microbatch": None,
+    "storage": {}, "sources": {}}
 for _acc in ACCELERATOR_IDS:
     PLAIN_CASES[f"acc-{_acc}"] = (SEED_H100, {
+        **(SMALL_MODEL if _acc in SMALL_MODEL_ACCELERATORS else {}),
         "hardware.accelerator": _acc, "hardware.peak_tflops": None,
         "hardware.effective_tflops": None, "parallelism.tp": 4 if _acc != "nvidia_gb200" else 2})
 

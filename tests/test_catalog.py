@@ -2,14 +2,20 @@
 
 from __future__ import annotations
 
+import io
 import shutil
 import subprocess
 import sys
 
+import openpyxl
 import pytest
 
-from budget.catalog import data_dir, load_catalog
+from budget.catalog import FIGURES, OPTIONAL_FIGURES, data_dir, load_catalog
 from budget.errors import CatalogError
+from budget.model import ACCELERATOR_TABLE, build_model
+from budget.workbook import write_workbook
+from conftest import PLAIN_CASES
+from support import SCENARIOS, plan_of, raw, with_changes
 
 REQUIRED = ["nvidia_h100_sxm", "nvidia_a100_80gb_sxm", "nvidia_b100", "huawei_ascend_910b",
             "nvidia_h200_sxm", "nvidia_b200", "nvidia_a100_40gb_sxm", "nvidia_h800_sxm", "amd_mi300x"]
@@ -29,11 +35,158 @@ def test_peaks_are_dense_datasheet_figures(catalog, acc_id, dense_peak):
 
 def test_every_figure_has_a_resolvable_source_and_date(catalog):
     for acc in catalog.accelerators:
-        for field in ("peak_bf16_tflops", "hbm_gb", "gpus_per_node", "intra_node_gb_per_s",
-                      "inter_node_gbit_per_s", "typical_mfu"):
+        for field in (*FIGURES, *OPTIONAL_FIGURES):
             fig = getattr(acc, field)
+            if fig is None:
+                assert field in OPTIONAL_FIGURES, (acc.id, field)
+                continue
             assert fig.source in catalog.sources, (acc.id, field)
             assert fig.as_of.year >= 2020
+
+
+def test_an_assumed_figure_says_what_it_stands_for(catalog):
+    """No source means a stated assumption: the note starts 'assumption:' and says more."""
+    for acc in catalog.accelerators:
+        for field in (*FIGURES, *OPTIONAL_FIGURES):
+            fig = getattr(acc, field)
+            if fig is not None and fig.source == "assumption":
+                assert fig.note.startswith("assumption: ") and len(fig.note) > 40, (acc.id, field)
+
+
+# --- the accelerators beyond the seed's GPUs (issue 12), as their vendors publish them ---------
+NEW = ["google_tpu_v4", "google_tpu_v5p", "google_tpu_v5e", "google_tpu_v6e", "aws_trainium2",
+       "intel_gaudi3", "nvidia_b300", "nvidia_gb300", "amd_mi355x"]
+
+
+def test_the_new_accelerators_are_in_the_catalog(catalog):
+    assert set(NEW) <= set(catalog.accelerator_ids())
+
+
+@pytest.mark.parametrize("acc_id, field, published", [
+    # dense BF16: Google's spec tables, AWS Neuron docs, ml-engineering (Gaudi 3 at its shipped
+    # 1,600 MHz), NVIDIA's HGX B300 / GB300 NVL72 tables halved (printed with sparsity)
+    ("google_tpu_v4", "peak_bf16_tflops", 275), ("google_tpu_v5p", "peak_bf16_tflops", 459),
+    ("google_tpu_v5e", "peak_bf16_tflops", 197), ("google_tpu_v6e", "peak_bf16_tflops", 918),
+    ("aws_trainium2", "peak_bf16_tflops", 667), ("intel_gaudi3", "peak_bf16_tflops", 1678),
+    ("nvidia_b300", "peak_bf16_tflops", 36000 / 8 / 2), ("nvidia_gb300", "peak_bf16_tflops", 360000 / 72 / 2),
+    ("amd_mi355x", "peak_bf16_tflops", 2516),
+    # dense FP8 and FP4
+    ("nvidia_h100_sxm", "peak_fp8_tflops", 3958 / 2), ("nvidia_h800_sxm", "peak_fp8_tflops", 1979),
+    ("nvidia_h20", "peak_fp8_tflops", 296), ("nvidia_b200", "peak_fp8_tflops", 72000 / 8 / 2),
+    ("nvidia_gb200", "peak_fp8_tflops", 720000 / 72 / 2), ("amd_mi300x", "peak_fp8_tflops", 2614.9),
+    ("google_tpu_v5p", "peak_fp8_tflops", 459), ("aws_trainium2", "peak_fp8_tflops", 1299),
+    ("amd_mi355x", "peak_fp8_tflops", 256 * 8192 * 2.4e9 / 1e12),
+    ("nvidia_b200", "peak_fp4_tflops", 72000 / 8), ("nvidia_b300", "peak_fp4_tflops", 108000 / 8),
+    ("nvidia_gb300", "peak_fp4_tflops", 1080000 / 72), ("nvidia_gb200", "peak_fp4_tflops", 20000 / 2),
+    # memory (GiB counted as GB = 1e9 bytes), hosts and fabrics
+    ("google_tpu_v4", "hbm_gb", 32 * 2**30 / 1e9), ("google_tpu_v5p", "hbm_gb", 95 * 2**30 / 1e9),
+    ("aws_trainium2", "hbm_gb", 96 * 2**30 / 1e9), ("intel_gaudi3", "hbm_gb", 128),
+    ("google_tpu_v4", "gpus_per_node", 4), ("google_tpu_v5p", "gpus_per_node", 4),
+    ("google_tpu_v5e", "gpus_per_node", 8), ("aws_trainium2", "gpus_per_node", 16),
+    ("google_tpu_v5p", "intra_node_gb_per_s", 1200 / 2), ("intel_gaudi3", "intra_node_gb_per_s", 21 * 25),
+    ("google_tpu_v5p", "inter_node_gbit_per_s", 50), ("intel_gaudi3", "inter_node_gbit_per_s", 3 * 200),
+    ("google_tpu_v4", "scale_up_domain", 4096), ("google_tpu_v5p", "scale_up_domain", 8960),
+    ("aws_trainium2", "scale_up_domain", 64), ("nvidia_gb200", "scale_up_domain", 72),
+    ("nvidia_gb300", "scale_up_domain", 72), ("nvidia_h100_sxm", "scale_up_domain", 8),
+    ("google_tpu_v4", "typical_mfu", 0.462),      # PaLM 540B on 6,144 TPU v4
+])
+def test_new_figures_are_the_published_ones(catalog, acc_id, field, published):
+    assert getattr(catalog.accelerator(acc_id), field).value == pytest.approx(published, rel=0.005)
+
+
+# FP8 at the BF16 rate, as published: TPU v5p ('Peak compute per chip (FP8) 459'), Gaudi 3's MME.
+FP8_AT_BF16_RATE = {"google_tpu_v5p", "intel_gaudi3"}
+
+
+def test_fp8_peaks_are_dense(catalog):
+    """Dense FP8 is twice dense BF16 on Hopper, Blackwell, CDNA 3/4 and Trainium2: a sparse
+    figure typed by mistake (H100 3,958) would be four times and fail here."""
+    checked = 0
+    for acc in catalog.accelerators:
+        if acc.peak_fp8_tflops is None:
+            continue
+        ratio = acc.peak_fp8_tflops.value / acc.peak_bf16_tflops.value
+        want = 1 if acc.id in FP8_AT_BF16_RATE else 2
+        assert ratio == pytest.approx(want, rel=0.05), (acc.id, ratio)
+        checked += 1
+    assert checked == 15
+
+
+def test_fp4_peaks_are_dense(catalog):
+    """Dense FP4 is twice dense FP8 on Blackwell and the MI355X, three times on Blackwell Ultra
+    (B300/GB300); a figure printed with sparsity would be four or six times."""
+    for acc in catalog.accelerators:
+        if acc.peak_fp4_tflops is not None:
+            ratio = acc.peak_fp4_tflops.value / acc.peak_fp8_tflops.value
+            want = 3 if acc.id in {"nvidia_b300", "nvidia_gb300"} else 2
+            assert ratio == pytest.approx(want, rel=0.05), (acc.id, ratio)
+
+
+def test_no_fp8_where_none_is_published(catalog):
+    """Ampere and the Ascend 910B have no FP8; Google publishes none for v4, v5e and v6e."""
+    for acc_id in ("nvidia_a100_80gb_sxm", "nvidia_a100_40gb_sxm", "nvidia_a800_sxm",
+                   "huawei_ascend_910b", "google_tpu_v4", "google_tpu_v5e", "google_tpu_v6e"):
+        assert catalog.accelerator(acc_id).peak_fp8_tflops is None, acc_id
+
+
+def test_h800_figures_are_deepseeks(catalog):
+    """DeepSeek's ISCA '25 paper on its 2,048-H800 cluster: NVLink 400 GB/s both directions
+    (200 one way), eight 400G InfiniBand NICs per node, MFU 38.94% (causal, on the BF16 peak)."""
+    h800 = catalog.accelerator("nvidia_h800_sxm")
+    assert (h800.intra_node_gb_per_s.value, h800.inter_node_gbit_per_s.value) == (200, 400)
+    assert h800.typical_mfu.value == pytest.approx(0.3894)
+    assert {h800.intra_node_gb_per_s.source, h800.inter_node_gbit_per_s.source,
+            h800.typical_mfu.source} == {"deepseek_isca25"}
+
+
+def test_the_chinese_example_pins_its_mfu(catalog):
+    """The H800's new typical MFU does not move the zh example's days: it states 45%."""
+    plan = plan_of(raw(SCENARIOS / "gpt3-175b-h800-cny.yaml"), catalog, "gpt3-175b-h800-cny")
+    assert plan.values["baseline_mfu"] == 0.45
+
+
+def test_scale_up_domain_holds_at_least_a_node(tmp_path):
+    folder = _copy_catalogs(tmp_path)
+    path = folder / "accelerators.yaml"
+    path.write_text(path.read_text().replace("scale_up_domain: {value: 72, source: nvidia_gb200_nvl72_copy",
+                                             "scale_up_domain: {value: 2, source: nvidia_gb200_nvl72_copy", 1))
+    with pytest.raises(CatalogError) as err:
+        load_catalog(folder)
+    problem = err.value.problems[0]
+    assert problem.path.endswith("scale_up_domain.value")
+    assert "at least gpus_per_node" in err.value.render()
+
+
+@pytest.mark.parametrize("acc_id", NEW)
+def test_each_new_accelerator_plans_a_small_model(catalog, acc_id):
+    """The oracle's acc-<id> case (a 1.3B GPT shape on 64 of them): it fits, passes every
+    check, and its days follow the catalog's peak and typical MFU."""
+    path, changes = PLAIN_CASES[f"acc-{acc_id}"]
+    plan = plan_of(with_changes(raw(path), changes), catalog, acc_id)
+    acc = catalog.accelerator(acc_id)
+    assert plan.fits and plan.failing_checks == []
+    assert plan.values["peak_tflops"] == acc.peak_bf16_tflops.value
+    assert plan.values["baseline_mfu"] == acc.typical_mfu.value
+    assert plan.values["memory_per_gpu_gb"] < acc.hbm_gb.value
+
+
+def test_unpublished_figures_are_blank_cells_not_zeros(seed_h100):
+    """The Catalog sheet's FP8, FP4 and scale-up columns come after the old ones (whose places
+    formulas and the importer rely on) and are empty where nothing is published."""
+    book = write_workbook(seed_h100)
+    wb = openpyxl.load_workbook(io.BytesIO(book.data))
+    sheet, ref = book.names["acc_id"].split("!")
+    ids = [row[0].value for row in wb[sheet][ref]]
+    columns = [c for c, _, _ in build_model().tables[ACCELERATOR_TABLE].columns]
+    assert columns[:13] == ["id", "name", "vendor", *FIGURES, "node_overhead_kw", "node_price",
+                            "node_price_currency"]
+    assert columns[13:] == list(OPTIONAL_FIGURES)
+    for name in OPTIONAL_FIGURES:
+        sheet, ref = book.names[f"acc_{name}"].split("!")
+        cells = dict(zip(ids, (row[0].value for row in wb[sheet][ref])))
+        assert cells["nvidia_h100_sxm"] == {"peak_fp8_tflops": 1979, "peak_fp4_tflops": None,
+                                            "scale_up_domain": 8}[name]
+        assert cells["nvidia_a100_80gb_sxm"] == (8 if name == "scale_up_domain" else None)
 
 
 def test_model_presets(catalog):

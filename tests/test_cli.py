@@ -55,7 +55,9 @@ BAD_INPUTS = {
         "  fix: did you mean 'nvidia_h100_sxm'? use an id from catalogs/accelerators.yaml: "
         "nvidia_h100_sxm, nvidia_h200_sxm, nvidia_h800_sxm, nvidia_a100_80gb_sxm, "
         "nvidia_a100_40gb_sxm, nvidia_a800_sxm, nvidia_b100, nvidia_b200, nvidia_gb200, "
-        "amd_mi300x, amd_mi325x, huawei_ascend_910b, nvidia_h20\n"),
+        "amd_mi300x, amd_mi325x, huawei_ascend_910b, nvidia_h20, google_tpu_v4, google_tpu_v5p, "
+        "google_tpu_v5e, google_tpu_v6e, aws_trainium2, intel_gaudi3, nvidia_b300, nvidia_gb300, "
+        "amd_mi355x\n"),
     "formula-name": (
         SEED_TEXT.replace("name: GPT-3 175B on 512 H100", "name: =HYPERLINK(\"http://x\")"),
         "error: {f}: name: text may not start with '=': a spreadsheet would read it as a formula\n"
