@@ -1071,9 +1071,12 @@ def _checks(b: ModelBuilder, i: _Inputs) -> None:
                               ROUND(i.cost_per_gpu_hour_low * r("fx_plausibility"), 2),
                               ROUND(i.cost_per_gpu_hour_high * r("fx_plausibility"), 2)))
     b.warning("warn_params_match_shape",
-              ABS(r("model_params") / r("params_from_shape") - 1) <= i.params_tolerance,
+              AND(ABS(r("model_params") / r("params_from_shape") - 1) <= i.params_tolerance,
+                  ABS(r("params_active") / r("params_active_from_shape") - 1) <= i.params_tolerance),
               detail=sentence(b, "warn_params_match_shape", ROUND(r("model_params") / 1000 / 1000 / 1000, 1),
-                              ROUND(r("params_from_shape") / 1000 / 1000 / 1000, 1)))
+                              ROUND(r("params_from_shape") / 1000 / 1000 / 1000, 1),
+                              ROUND(r("params_active") / 1000 / 1000 / 1000, 1),
+                              ROUND(r("params_active_from_shape") / 1000 / 1000 / 1000, 1)))
     def fits(gpu_hours, gpus, weeks):
         return OR(gpu_hours <= 0, AND(gpus > 0, gpu_hours / IF(gpus > 0, gpus, 1) / 24 <= weeks * 7))
     b.warning("warn_experiments_fit",

@@ -342,3 +342,18 @@ def test_unbind_inverts_bind_for_todays_shapes(catalog, model, changes):
         assert again.inputs[name].value == values[name], name
     for name in ("model_params", "params_active", "expert_params", "model_flops_per_token", "mfu_from_hfu"):
         assert again[name] == first[name], name
+
+
+def test_published_active_count_is_checked_against_the_shape(catalog):
+    """warn_params_match_shape checks the active count too: DeepSeek-V3's published 37B is 1.5%
+    below its shape's 37.55B (fine); a typed 20B active is not."""
+    from support import plan_of
+    base = {"hardware.gpu_count": 4096, "parallelism": {"tp": 8, "pp": 16, "zero_stage": 1},
+            "memory.activation_gb_per_microbatch": None, "sources": {}}
+    ok = plan_of(with_changes(raw(SEED_H100), {"model": {"preset": "deepseek-v3"}, **base}), catalog)
+    assert ok["warn_params_match_shape"] == 0
+    off = plan_of(with_changes(raw(SEED_H100), {"model": {"preset": "deepseek-v3", "active_params": "20B"},
+                                                **base}), catalog)
+    assert off["warn_params_match_shape"] == 1
+    assert any("Parameters 671B (active per token 20B) differ from the shape's 671B (active 37.6B)" in w
+               for w in off.warnings)
