@@ -195,6 +195,21 @@ def read_inputs(book: _Book, model: Model) -> dict[str, object]:
     return values
 
 
+def _catalog_source(book: _Book, n: int):
+    """Row n's Source cell: the column right of the accelerator table's last column (the table
+    gains columns over time; its last column's defined name says where it ends)."""
+    from openpyxl.utils.cell import column_index_from_string, coordinate_from_string
+
+    names = [f"{ACCELERATOR_TABLE}_{c}" for c, _, _ in build_model().tables[ACCELERATOR_TABLE].columns]
+    last = next(name for name in reversed(names) if book.where(name) is not None)   # older books: fewer
+    sheet, coordinate = book.cells(last)[n][0].split("!")
+    letter, r = coordinate_from_string(coordinate)
+    source = book.wb[sheet].cell(r, column_index_from_string(letter) + 1).value
+    # The first spare row's Source cell holds the hint to add a row there: not a citation.
+    hints = {messages(lang).get(f"workbook.catalog.spare_rows.{ACCELERATOR_TABLE}") for lang in languages()}
+    return None if source in hints else source
+
+
 def read_catalog_rows(book: _Book) -> list[dict]:
     columns = {c: book.cells(f"{ACCELERATOR_TABLE}_{c}") for c in CATALOG_COLUMNS}
     rows = []
@@ -214,11 +229,7 @@ def read_catalog_rows(book: _Book) -> list[dict]:
                 raise WorkbookError(book.path, [Problem(
                     f"{columns[c][n][0]} (acc_{c})", Msg("importer.errors.not_number.message", value=repr(row[c])),
                     Msg("importer.errors.figure_not_number.fix"))], book.lang)
-        source_cell = columns["id"][n][0].split("!")
-        ws = book.wb[source_cell[0]]
-        from openpyxl.utils.cell import coordinate_from_string
-        col, r = coordinate_from_string(source_cell[1])
-        row["source"] = ws.cell(r, 1 + len(CATALOG_COLUMNS)).value or text("importer.added_in_workbook", book.lang)
+        row["source"] = _catalog_source(book, n) or text("importer.added_in_workbook", book.lang)
         rows.append(row)
     return rows
 

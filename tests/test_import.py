@@ -153,8 +153,10 @@ def test_edits_are_in_the_imported_scenario(round_trip):
     assert data["hardware"]["accelerator"] == "my_gpu"
     rows = {r["id"]: r for r in data["catalog"]["accelerators"]}
     assert rows["my_gpu"]["hbm_gb"] == 192 and rows["my_gpu"]["name"] == "My GPU 192"
-    # The seed's 990 peak on the H100 row stays, as a catalog row now that H100 is not chosen.
+    # The seed's 990 peak on the H100 row stays, as a catalog row now that H100 is not chosen,
+    # with its citations read from the Source column (not from a figure column beside it).
     assert rows["nvidia_h100_sxm"]["peak_bf16_tflops"] == 990
+    assert "datasheet 989" in rows["nvidia_h100_sxm"]["source"]
     assert data["staffing"][3] == {"role": "Evaluation lead", "headcount": 1,
                                    "monthly_cost": {"amount": 11000, "currency": "USD"}}
     assert "months" not in data["staffing"][0]           # blank: follows the project
@@ -285,8 +287,11 @@ def test_a_chinese_workbook_imports_to_the_english_ones_scenario(tmp_path, catal
         same["zh"].pop("language")
         for lang, data in same.items():
             for row in data.get("catalog", {}).get("accelerators", []):
+                source = row.pop("source")
                 if row["id"] == "my_gpu":   # typed without a source: says so in the book's language
-                    assert row.pop("source") == i18n.text("importer.added_in_workbook", lang)
+                    assert source == i18n.text("importer.added_in_workbook", lang)
+                else:                       # the Source cell, as the book's language wrote it
+                    assert "mleng_accel (2026-08-22)" in source
         assert same["zh"] == same["en"]
         assert zh.data["sources"] and zh.data["sources"] == en.data["sources"]   # read by the zh template
         assert zh.text.startswith(f"# 由 trainbudget 从工作簿 {stem}-zh.xlsx 导入")
