@@ -81,12 +81,16 @@ def get_path(s: Scenario, path: str):
 
 
 def explicit_paths(s: Scenario) -> set[str]:
-    """The dotted paths the scenario file itself sets (not schema defaults), at any depth."""
+    """The dotted paths the scenario file itself sets (not schema defaults), at any depth. A key
+    written as null (`ops_per_node_month:` with no value) sets nothing: its default applies, as
+    for a blank input cell."""
     out: set[str] = set()
 
     def walk(node, prefix: str) -> None:
         for name in getattr(node, "model_fields_set", ()):
             path = f"{prefix}{name}"
+            if getattr(node, name, None) is None:
+                continue
             out.add(path)
             child = getattr(node, name, None)
             if hasattr(child, "model_fields_set"):

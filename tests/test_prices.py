@@ -354,3 +354,18 @@ def test_an_unknown_price_id_is_one_message_with_exit_status_2(tmp_path, capsys)
                           "for nvidia_h100_sxm: h100_token_ai_seed002, ")
     assert "a100" not in err and "Traceback" not in err
     assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("path", ["owned.ops_per_node_month", "owned.depreciation_years", "energy.pue",
+                                  "energy.electricity_per_kwh", "energy.draw_training"])
+def test_a_key_written_as_null_takes_its_default(catalog, path):
+    """`ops_per_node_month:` with no value is the default, as a blank cell is (found by the
+    robustness mutants: it used to reach the formulas as an empty number)."""
+    section, key = path.split(".")
+    data = raw(SEED_H100)
+    written = with_changes(data, {section: {**data.get(section, {}), key: None}})
+    written[section][key] = None     # with_changes removes a None; the file keeps the key
+    plain = plan_of(data, catalog, "seed")
+    assert dict(plan_of(written, catalog, "seed").values) == dict(plain.values)
+    owned = with_changes(written, {"ownership": "owned"})
+    assert plan_of(owned, catalog, "seed").total_cost > 0
