@@ -485,7 +485,7 @@ class _Writer:
         row = self.range_table(ws, row + 1, ranges)
         row = self.generation_block(ws, row + 2)
         self.candidate_inputs(ws, row + 2)
-        self.widths(ws, [30, 18, 13, 32, 25, 21, 19])
+        self.widths(ws, [30, 18, 13, 30, 24, 19, 17, 7, 7])   # H, I: the candidates' CP and EP
         ws.freeze_panes = "B5"
         self.page_setup(ws)
 
