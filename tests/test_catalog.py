@@ -146,10 +146,9 @@ def test_the_chinese_example_pins_its_mfu(catalog):
 
 
 def test_scale_up_domain_holds_at_least_a_node(tmp_path):
-    folder = _copy_catalogs(tmp_path)
-    path = folder / "accelerators.yaml"
-    path.write_text(path.read_text().replace("scale_up_domain: {value: 72, source: nvidia_gb200_nvl72_copy",
-                                             "scale_up_domain: {value: 2, source: nvidia_gb200_nvl72_copy", 1))
+    folder = _edited_catalog(tmp_path, "accelerators.yaml",
+                             "scale_up_domain: {value: 72, source: nvidia_gb200_nvl72_copy",
+                             "scale_up_domain: {value: 2, source: nvidia_gb200_nvl72_copy")
     with pytest.raises(CatalogError) as err:
         load_catalog(folder)
     problem = err.value.problems[0]
@@ -213,11 +212,20 @@ def _copy_catalogs(tmp_path):
     return folder
 
 
-def test_bad_catalog_names_file_and_field(tmp_path):
+# The H100's peak cited to a source the sources block does not list.
+UNLISTED_SOURCE = ('source: mleng_accel, as_of: 2026-08-22, note: "989.4', 'source: nowhere, as_of: 2026-08-22, note: "989.4')
+
+
+def _edited_catalog(tmp_path, name: str, old: str, new: str):
+    """A copy of the catalogs with the first `old` in catalogs/`name` replaced by `new`."""
     folder = _copy_catalogs(tmp_path)
-    path = folder / "accelerators.yaml"
-    path.write_text(path.read_text().replace("source: mleng_accel, as_of: 2026-08-22, note: \"989.4",
-                                             "source: nowhere, as_of: 2026-08-22, note: \"989.4", 1))
+    path = folder / name
+    path.write_text(path.read_text().replace(old, new, 1))
+    return folder
+
+
+def test_bad_catalog_names_file_and_field(tmp_path):
+    folder = _edited_catalog(tmp_path, "accelerators.yaml", *UNLISTED_SOURCE)
     with pytest.raises(CatalogError) as err:
         load_catalog(folder)
     problem = err.value.problems[0]
@@ -227,9 +235,7 @@ def test_bad_catalog_names_file_and_field(tmp_path):
 
 
 def test_catalog_rejects_unknown_keys(tmp_path):
-    folder = _copy_catalogs(tmp_path)
-    path = folder / "models.yaml"
-    path.write_text(path.read_text().replace("  layers: 96\n", "  layers: 96\n  layer: 96\n", 1))
+    folder = _edited_catalog(tmp_path, "models.yaml", "  layers: 96\n", "  layers: 96\n  layer: 96\n")
     with pytest.raises(CatalogError) as err:
         load_catalog(folder)
     assert err.value.problems[0].path == "models[0].layer"
@@ -239,10 +245,8 @@ def test_a_broken_catalog_is_reported_in_the_runs_language(tmp_path, capsys):
     """A catalog file is the user's to fix too: its problems are messages like a scenario's."""
     from budget.cli import _print_error
 
-    folder = _copy_catalogs(tmp_path)
+    folder = _edited_catalog(tmp_path, "accelerators.yaml", *UNLISTED_SOURCE)
     path = folder / "accelerators.yaml"
-    path.write_text(path.read_text().replace("source: mleng_accel, as_of: 2026-08-22, note: \"989.4",
-                                             "source: nowhere, as_of: 2026-08-22, note: \"989.4", 1))
     with pytest.raises(CatalogError) as err:
         load_catalog(folder)
     _print_error(err.value, "zh")
@@ -277,9 +281,7 @@ def test_todays_presets_carry_their_shapes(catalog):
 
 
 def test_a_preset_moe_needs_its_expert_width(tmp_path):
-    folder = _copy_catalogs(tmp_path)
-    path = folder / "models.yaml"
-    path.write_text(path.read_text().replace("    expert_ffn_hidden_size: 14336\n", "", 1))
+    folder = _edited_catalog(tmp_path, "models.yaml", "    expert_ffn_hidden_size: 14336\n", "")
     with pytest.raises(CatalogError) as err:
         load_catalog(folder)
     assert err.value.problems[0].path.endswith(".moe.expert_ffn_hidden_size")

@@ -36,13 +36,7 @@ def test_the_decision_page_prints_on_one_page(tmp_path, seed_h100, options_plan,
     """Everything of the decision — the ask, the options, the range, the risks, the assumptions
     and the sign-off — is on page 1; the report proper starts on page 2."""
     plan = seed_h100 if which == "seed" else options_plan
-    html = render_html(plan).replace("@page { margin: 14mm; }", f"@page {{ size: {paper}; margin: 14mm; }}")
-    page = tmp_path / "report.html"
-    page.write_text(html, encoding="utf-8")
-    pdf = tmp_path / "report.pdf"
-    proc = _chromium(tmp_path, "--no-pdf-header-footer", f"--print-to-pdf={pdf}", page.as_uri())
-    assert pdf.is_file(), proc.stderr[-2000:]
-    pages = _pages_text(pdf)
+    pages = _printed(tmp_path, plan, paper)
     first = pages[0]
     for words in ("Decision asked for", "Range of the total", "Top risks", "Key assumptions",
                   "Approved by", "Scenario version"):
@@ -112,14 +106,7 @@ def options_plan_zh(catalog):
 
 @pytest.mark.parametrize("paper", PAPERS)
 def test_the_chinese_decision_page_prints_on_one_page(tmp_path, options_plan_zh, paper):
-    html = render_html(options_plan_zh).replace("@page { margin: 14mm; }",
-                                                f"@page {{ size: {paper}; margin: 14mm; }}")
-    page = tmp_path / "report.html"
-    page.write_text(html, encoding="utf-8")
-    pdf = tmp_path / "report.pdf"
-    proc = _chromium(tmp_path, "--no-pdf-header-footer", f"--print-to-pdf={pdf}", page.as_uri())
-    assert pdf.is_file(), proc.stderr[-2000:]
-    pages = _pages_text(pdf)
+    pages = _printed(tmp_path, options_plan_zh, paper)
     first = pages[0]
     for words in ("提请决策事项", "总计的区间", "按季度支出", "主要风险", "关键假设", "批准人", "场景版本"):
         assert words in first, words
@@ -146,3 +133,14 @@ def test_the_chinese_decision_page_says_the_same_in_chinese(options_plan_zh):
     assert "- 校验未通过：" in head and "| 编制人 | 审核人 | 批准人 | 日期 |" in head
     for english in ("Approve", "Recommended", "Top risks", "at its low value", "Prepared by"):
         assert english not in head, english
+
+
+def _printed(tmp_path, plan, paper: str) -> list[str]:
+    """The text of each page Chromium prints of the plan's HTML report on `paper`."""
+    html = render_html(plan).replace("@page { margin: 14mm; }", f"@page {{ size: {paper}; margin: 14mm; }}")
+    page = tmp_path / "report.html"
+    page.write_text(html, encoding="utf-8")
+    pdf = tmp_path / "report.pdf"
+    proc = _chromium(tmp_path, "--no-pdf-header-footer", f"--print-to-pdf={pdf}", page.as_uri())
+    assert pdf.is_file(), proc.stderr[-2000:]
+    return _pages_text(pdf)
