@@ -115,7 +115,8 @@ SHAPE_INPUTS = {"params_override": "params", "model_layers": "layers", "hidden_s
                 "attention_heads": "attention_heads", "seq_len": "seq_len",
                 "vocab_size": "vocab_size", "global_batch_sequences": "global_batch_sequences"}
 UTILISATION = ("mfu", "effective_tflops_given", "layout_efficiency_override")  # hfu: plain, all-in
-PRECISION_BYTES = {"weight_bytes_per_param": 0, "grad_bytes_per_param": 1, "optimizer_bytes_per_param": 2}
+PRECISION_BYTES = {"weight_bytes_per_param": 0, "grad_bytes_per_param": 1, "optimizer_bytes_per_param": 2,
+                   "master_bytes_per_param": 3}
 
 
 class Binder:

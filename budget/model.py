@@ -34,6 +34,9 @@ YES_NO = ("yes", "no")
 ACTIVATIONS = ("gelu", "swiglu")
 POSITIONS = ("learned", "rotary")
 FLOPS_BASES = ("six_nd", "with_attention")
+COMPUTE_PRECISIONS = ("bf16", "fp8", "fp4")     # the catalog's peak_<precision>_tflops columns
+MFU_PEAKS = ("bf16", "compute")
+CHECKPOINT_FORMATS = ("full", "no_fp32_master", "weights_only")
 
 
 @lru_cache(maxsize=None)
@@ -133,7 +136,9 @@ SEARCH_INPUTS = ("gpu_type", "model_layers", "hidden_size", "attention_heads", "
                  # the shape's details the memory depends on (issue 12)
                  "num_kv_heads", "head_dim", "ffn_hidden_size", "activation", "moe_experts",
                  "moe_experts_per_token", "moe_shared_experts", "moe_expert_ffn_hidden_size",
-                 "moe_first_dense_layers", "moe_layer_freq")
+                 "moe_first_dense_layers", "moe_layer_freq",
+                 # FP8/FP4 compute caches part of the activations in one byte
+                 "compute_precision", "fp8_activation_share")
 SEARCH_ITEMS = ("peak_tflops", "hbm_gb", "gpus_per_node", "intra_node_gb_per_s",
                 "scale_out_gb_per_s")
 
@@ -198,6 +203,9 @@ def _inputs(b: ModelBuilder) -> _Inputs:
     add("hfu", "fraction", kind="fraction", minimum=0, maximum=1, positive=True, optional=True,
         path="hardware.hfu")
     add("flops_basis", "mode", kind="choice", choices=FLOPS_BASES, path="hardware.flops_basis", codec="text")
+    add("compute_precision", "mode", kind="choice", choices=COMPUTE_PRECISIONS, path="hardware.precision",
+        codec="text")
+    add("mfu_peak", "mode", kind="choice", choices=MFU_PEAKS, path="hardware.mfu_peak", codec="text")
     add("usable_memory_fraction", "fraction", kind="fraction", minimum=0, maximum=1, positive=True,
         path="hardware.usable_memory_fraction")
 
@@ -245,6 +253,9 @@ def _inputs(b: ModelBuilder) -> _Inputs:
     add("weight_bytes_per_param", "bytes/parameter", minimum=0, path="memory.weight_bytes_per_param")
     add("grad_bytes_per_param", "bytes/parameter", minimum=0, path="memory.grad_bytes_per_param")
     add("optimizer_bytes_per_param", "bytes/parameter", minimum=0, path="memory.optimizer_bytes_per_param")
+    add("master_bytes_per_param", "bytes/parameter", minimum=0, path="memory.master_bytes_per_param")
+    add("fp8_activation_share", "fraction", kind="fraction", minimum=0, maximum=1,
+        path="memory.fp8_activation_share")
     add("flash_attention", "yes/no", kind="choice", choices=YES_NO, path="memory.flash_attention",
         codec="yesno")
     add("activation_gb_override", "GB", minimum=0, optional=True, path="memory.activation_gb_per_microbatch")
@@ -327,6 +338,8 @@ def _inputs(b: ModelBuilder) -> _Inputs:
     add("checkpoints_kept", "checkpoints", kind="integer", minimum=0, path="storage.checkpoints_kept",
         codec="int")
     add("checkpoint_storage_gb_override", "GB", minimum=0, optional=True, path="storage.checkpoint_gb")
+    add("checkpoint_format", "mode", kind="choice", choices=CHECKPOINT_FORMATS, path="storage.checkpoint_format",
+        codec="text")
     add("storage_months", "months", minimum=0, optional=True, path="storage.months_held")
     add("storage_write_gb_per_s", "GB/s", minimum=0, positive=True, path="storage.write_gb_per_s")
     add("storage_read_gb_per_s", "GB/s", minimum=0, positive=True, path="storage.read_gb_per_s")
@@ -441,7 +454,12 @@ def _acc(column: str) -> Lookup:
 def _accelerator(b: ModelBuilder, i: _Inputs) -> None:
     b.sheet("Compute", "accelerator")
     b.item("accelerator_name", "text", _acc("name"))
-    b.item("peak_tflops", "TFLOPS", _acc("peak_bf16_tflops"))
+    bf16 = b.item("peak_bf16_tflops", "TFLOPS", _acc("peak_bf16_tflops"))
+    # the dense peak of the compute precision; blank in the catalog (none published) reads as 0
+    # here, and check_precision_peak fails
+    b.item("peak_tflops", "TFLOPS",
+           IF(i.compute_precision.eq("fp8"), _acc("peak_fp8_tflops"),
+              IF(i.compute_precision.eq("fp4"), _acc("peak_fp4_tflops"), bf16)))
     b.item("gpus_per_node", "GPUs", _acc("gpus_per_node"))
     b.item("intra_node_gb_per_s", "GB/s", _acc("intra_node_gb_per_s"))
     b.item("scale_out_gb_per_s", "GB/s",
@@ -539,11 +557,15 @@ def _utilisation(b: ModelBuilder, i: _Inputs) -> None:
     hw = b.item("hardware_flops_per_token", "FLOP/token", r("model_flops_per_token") + extra)
     ratio = b.item("model_to_hardware_flops", "fraction", r("model_flops_per_token") / hw)
     b.item("mfu_from_hfu", "fraction", IF(ISNUMBER(i.hfu), i.hfu * ratio, 0))
+    # An MFU against the BF16 peak (DeepSeek-V3, ISCA'25 §5.1.2; Llama 3 Table 4; the catalog's
+    # typical MFU) is the same throughput as MFU × BF16 peak ÷ the compute precision's peak
+    bf16_share = b.item("bf16_to_compute_peak", "fraction", r("peak_bf16_tflops") / r("peak_tflops"))
+    typed = b.item("mfu_basis_factor", "fraction", IF(i.mfu_peak.eq("compute"), 1, bf16_share))
     b.item("baseline_mfu", "fraction",
-           IF(ISNUMBER(i.mfu), i.mfu,
-              IF(ISNUMBER(i.hfu), r("mfu_from_hfu"),
+           IF(ISNUMBER(i.mfu), i.mfu * typed,
+              IF(ISNUMBER(i.hfu), r("mfu_from_hfu") * typed,
                  IF(ISNUMBER(i.effective_tflops_given), i.effective_tflops_given / r("peak_tflops"),
-                    _acc("typical_mfu")))))
+                    _acc("typical_mfu") * bf16_share))))
 
 
 def _layout(b: ModelBuilder, i: _Inputs) -> None:
@@ -597,7 +619,12 @@ def _memory(b: ModelBuilder, i: _Inputs) -> None:
                          2 * q + 2 * kv + 2 * kv + 2 * q + 2 * r("ffn_matrices") * f_avg / h)
     extra = b.item("act_bytes_shape_extra", "bytes",
                    IF(i.recompute.eq("full"), 0, shape_split - i.korthikanti_split_bytes))
-    split = b.item("act_bytes_split", "bytes", Lookup(ACTIVATION_TABLE, "split", mode) + extra)
+    split16 = b.item("act_bytes_split_16bit", "bytes", Lookup(ACTIVATION_TABLE, "split", mode) + extra)
+    # FP8/FP4 compute (DeepSeek-V3 §3.3.3): a share of these bytes is cached in FP8, 1 byte (an
+    # FP8 element) instead of activation_bytes_per_element
+    split = b.item("act_bytes_split", "bytes",
+                   split16 * (1 - IF(i.compute_precision.eq("bf16"), 0, i.fp8_activation_share)
+                              * (1 - 1 / i.activation_bytes_per_element)))
     attn = b.item("act_bytes_attention", "bytes",
                   IF(i.flash_attention.eq("yes"), 0, Lookup(ACTIVATION_TABLE, "attention", mode)))
     sbh = b.item("act_sbh", "elements", i.seq_len * i.micro_batch_size * i.hidden_size)
@@ -729,8 +756,15 @@ def _schedule(b: ModelBuilder, i: _Inputs) -> None:
     tok = b.item("dataset_tokenized_gb", "GB", i.train_tokens * width / i.bytes_per_gb)
     b.item("dataset_gb", "GB", IF(ISNUMBER(i.dataset_gb_override), i.dataset_gb_override, raw + tok))
     b.item("checkpoint_weights_gb", "GB", Ref("model_params") * i.weight_bytes_per_param / i.bytes_per_gb)
-    full = b.item("checkpoint_full_gb", "GB",
-                  Ref("model_params") * (i.weight_bytes_per_param + i.optimizer_bytes_per_param) / i.bytes_per_gb)
+    # what one checkpoint holds per parameter (storage.checkpoint_format): weights and optimizer
+    # states, the same without the fp32 master copy, or the weights alone
+    held = b.item("checkpoint_bytes_per_param", "bytes/parameter",
+                  i.weight_bytes_per_param
+                  + IF(i.checkpoint_format.eq("weights_only"), 0,
+                       i.optimizer_bytes_per_param
+                       - IF(i.checkpoint_format.eq("no_fp32_master"),
+                            MIN(i.master_bytes_per_param, i.optimizer_bytes_per_param), 0)))
+    full = b.item("checkpoint_full_gb", "GB", Ref("model_params") * held / i.bytes_per_gb)
     b.item("checkpoint_storage_gb", "GB",
            IF(ISNUMBER(i.checkpoint_storage_gb_override), i.checkpoint_storage_gb_override,
               i.checkpoints_kept * full))
@@ -999,6 +1033,8 @@ def _checks(b: ModelBuilder, i: _Inputs) -> None:
             detail=sentence(b, "check_gpus_cover_memory", i.gpu_count, r("min_gpus_for_memory")))
 
     b.section("throughput_and_schedule")
+    b.check("check_precision_peak", AND(ISNUMBER(r("peak_tflops")), r("peak_tflops") > 0),
+            detail=sentence(b, "check_precision_peak", i.compute_precision, r("accelerator_name")))
     b.check("check_mfu_plausible", r("effective_mfu") <= 1,
             detail=sentence(b, "check_mfu_plausible", ROUND(r("effective_mfu") * 100, 1)))
     b.check("check_failures_finish", r("failure_fraction") < 1,

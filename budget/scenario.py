@@ -246,6 +246,12 @@ class HardwareSection(_Section):
     # The FLOPs an MFU counts: six_nd = 6·N·D (N active for MoE); with_attention = the matmuls
     # plus the attention scores and logits (issue12_data §3).
     flops_basis: Literal["six_nd", "with_attention"] = "six_nd"
+    # The precision the linear layers' GEMMs run in: the catalog's dense peak for it sets the time
+    # (DeepSeek-V3 §3.3.1: Fprop, Dgrad and Wgrad in FP8). An accelerator without that peak is an error.
+    precision: Literal["bf16", "fp8", "fp4"] = "bf16"
+    # The peak a typed mfu, hfu or baseline_mfu is against: bf16, as DeepSeek-V3 (ISCA'25 §5.1.2)
+    # and Llama 3 report it even for FP8 GEMMs, or compute (the peak of `precision`).
+    mfu_peak: Literal["bf16", "compute"] = "bf16"
     usable_memory_fraction: _number(ge=0.05, le=1) = 0.9
 
 
@@ -283,16 +289,20 @@ class EfficiencySection(_Section):
 
 
 PRECISIONS = {
-    # name: (weight, gradient, optimizer bytes per parameter, the message id of its source)
-    "mixed_bf16_adam": (2, 2, 12, "scenario.precisions.mixed_bf16_adam"),
-    "bf16_adam": (2, 2, 4, "scenario.precisions.bf16_adam"),
-    "mixed_bf16_adam8bit": (2, 2, 6, "scenario.precisions.mixed_bf16_adam8bit"),
+    # name: (weight, gradient, optimizer bytes per parameter, of which the fp32 master copy,
+    # the message id of its source)
+    "mixed_bf16_adam": (2, 2, 12, 4, "scenario.precisions.mixed_bf16_adam"),
+    "bf16_adam": (2, 2, 4, 0, "scenario.precisions.bf16_adam"),
+    "mixed_bf16_adam8bit": (2, 2, 6, 4, "scenario.precisions.mixed_bf16_adam8bit"),
+    # DeepSeek-V3 §3.3.3: BF16 working weights (FP8 copies made per GEMM), FP32 gradients, FP32
+    # master weights and BF16 AdamW moments: 2 + 4 + (4 + 2 + 2) = 14 bytes per parameter
+    "fp8_deepseek_v3": (2, 4, 8, 4, "scenario.precisions.fp8_deepseek_v3"),
 }
 
 
 def precision_note(precision: str, lang: str = DEFAULT_LANG) -> str:
     """Where a precision preset's bytes per parameter come from, in `lang`."""
-    return fmt(PRECISIONS[precision][3], lang)
+    return fmt(PRECISIONS[precision][-1], lang)
 
 
 BytesPerParam = _number(ge=0, le=64)
@@ -300,10 +310,17 @@ BytesPerParam = _number(ge=0, le=64)
 
 class MemorySection(_Section):
     """`precision` names a preset of bytes per parameter; the three byte counts override it."""
-    precision: Literal["mixed_bf16_adam", "bf16_adam", "mixed_bf16_adam8bit"] = "mixed_bf16_adam"
+    precision: Literal["mixed_bf16_adam", "bf16_adam", "mixed_bf16_adam8bit", "fp8_deepseek_v3"] = \
+        "mixed_bf16_adam"
     weight_bytes_per_param: BytesPerParam | None = None
     grad_bytes_per_param: BytesPerParam | None = None
     optimizer_bytes_per_param: BytesPerParam | None = None
+    # of the optimizer bytes, the fp32 master copy (what a checkpoint without it leaves out)
+    master_bytes_per_param: BytesPerParam | None = None
+    # Computing in FP8 or FP4: the share of the TP-split activation bytes cached in FP8 (DeepSeek-V3
+    # §3.3.3 caches the linear layers' inputs in FP8): in Korthikanti's 24 bytes per s·b·h, the
+    # attention projection's input (2) and the second MLP matrix's input (8), 10/24
+    fp8_activation_share: _number(ge=0, le=1) = 10 / 24
     flash_attention: bool = True
     activation_gb_per_microbatch: _number(ge=1e-6, le=1e6) | None = None
 
@@ -421,6 +438,9 @@ class StorageSection(_Section):
     dataset_gb: Gigabytes | None = None
     checkpoints_kept: _whole(ge=0, le=1_000_000) = 3
     checkpoint_gb: Gigabytes | None = None
+    # What a checkpoint holds: weights and optimizer states (full), the same without the fp32
+    # master copy (OPT-175B kept FP16 weights and FP32 Adam moments), or the weights alone
+    checkpoint_format: Literal["full", "no_fp32_master", "weights_only"] = "full"
     months_held: Months | None = None      # default: the project's length, live in the workbook
     write_gb_per_s: Bandwidth = 50.0
     read_gb_per_s: Bandwidth = 50.0
@@ -606,6 +626,7 @@ class Scenario(_Section):
         if catalog is not None:
             catalog = catalog.with_accelerators(self.catalog.accelerators)
             _check_catalog_refs(self, catalog)
+            _check_precision(self, catalog)
         shape = resolved_shape(self, catalog)
         if shape is not None:
             _check_layout(self, shape)
@@ -726,6 +747,27 @@ def _check_catalog_refs(s: Scenario, catalog: Catalog) -> None:
                          Msg("errors.scenario.preset.fix", hint=hint, ids=", ".join(ids)),
                          "model.preset")
     _check_prices(s, catalog)
+
+
+def _check_precision(s: Scenario, catalog: Catalog) -> None:
+    """The compute precision needs the accelerator's dense peak for it (blank where unpublished);
+    a typed fp32 master copy is part of the optimizer bytes."""
+    precision = s.hardware.precision
+    acc = catalog.accelerator(s.hardware.accelerator)
+    if precision != "bf16" and getattr(acc, f"peak_{precision}_tflops") is None:
+        have = ["bf16"] + [p for p in ("fp8", "fp4") if getattr(acc, f"peak_{p}_tflops") is not None]
+        raise rule_error(Msg("errors.scenario.precision_peak.message", accelerator=acc.id,
+                             precision=precision),
+                         Msg("errors.scenario.precision_peak.fix", precisions=", ".join(have),
+                             precision=precision),
+                         "hardware.precision")
+    mem = s.memory
+    preset = PRECISIONS[mem.precision]
+    optimizer = preset[2] if mem.optimizer_bytes_per_param is None else mem.optimizer_bytes_per_param
+    master = preset[3] if mem.master_bytes_per_param is None else mem.master_bytes_per_param
+    if master > optimizer:
+        raise rule_error(Msg("errors.scenario.master_bytes.message", master=master, optimizer=optimizer),
+                         Msg("errors.scenario.master_bytes.fix"), "memory.master_bytes_per_param")
 
 
 SHAPE_FIELDS = ("params", "layers", "hidden_size", "attention_heads", "seq_len", "vocab_size")

@@ -153,6 +153,21 @@ for _acc in ACCELERATOR_IDS:
         "hardware.accelerator": _acc, "hardware.peak_tflops": None,
         "hardware.effective_tflops": None, "parallelism.tp": 4 if _acc != "nvidia_gb200" else 2})
 
+# Issue 12 item 3, precision: FP8 GEMMs with an MFU typed against BF16, DeepSeek-V3's FP8 memory
+# preset (FP32 gradients, BF16 moments), activations cached in FP8, checkpoints without the fp32
+# masters; FP4 on a B200 with an MFU against the FP4 peak and weights-only checkpoints.
+PLAIN_CASES.update({
+    "fp8-deepseek-memory-no-master": (SEED_H100, {
+        "hardware.precision": "fp8", "hardware.effective_tflops": None, "hardware.mfu": 0.4,
+        "memory.precision": "fp8_deepseek_v3", "memory.activation_gb_per_microbatch": None,
+        "parallelism.zero_stage": 1, "storage.checkpoint_format": "no_fp32_master",
+        "storage.checkpoint_gb": None, "sources": {}}),
+    "fp4-b200-weights-only": (SEED_H100, {
+        **SMALL_MODEL, "hardware.accelerator": "nvidia_b200", "hardware.peak_tflops": None,
+        "hardware.effective_tflops": None, "hardware.precision": "fp4", "hardware.mfu": 0.2,
+        "hardware.mfu_peak": "compute", "storage.checkpoint_format": "weights_only"}),
+})
+
 # Live edits: (base case, {defined name: new cell value}, the same edit as scenario changes).
 EDIT_CASES = {
     "edit-1024-a100-buffer30": ("seed-h100", {

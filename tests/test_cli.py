@@ -39,7 +39,7 @@ BAD_INPUTS = {
         "error: {f}: hardware.gpu_cont: unknown key\n"
         "  fix: did you mean 'gpu_count'? remove or rename it; allowed keys here: accelerator, "
         "gpu_count, deadline_days, peak_tflops, mfu, effective_tflops, baseline_mfu, hfu, "
-        "flops_basis, usable_memory_fraction\n"),
+        "flops_basis, precision, mfu_peak, usable_memory_fraction\n"),
     "negative-tokens": (
         SEED_TEXT.replace("  train_tokens: 3T ", "  train_tokens: -3e12 "),
         "error: {f}: data.train_tokens: should be greater than or equal to 1000000 (got '-3e12')\n"
@@ -161,7 +161,7 @@ def test_deadline_example_is_sized_and_explained(tmp_path, capsys):
 # --- messages in the scenario's language, or --lang's ------------------------------------------
 ZH_SEED_TEXT = "language: zh\n" + SEED_TEXT
 ZH_ALLOWED = ("accelerator, gpu_count, deadline_days, peak_tflops, mfu, effective_tflops, "
-              "baseline_mfu, hfu, flops_basis, usable_memory_fraction")
+              "baseline_mfu, hfu, flops_basis, precision, mfu_peak, usable_memory_fraction")
 ZH_BAD_INPUTS = {
     "unknown-key": (
         ZH_SEED_TEXT.replace("  gpu_count: 512", "  gpu_cont: 512"),

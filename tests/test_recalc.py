@@ -81,6 +81,20 @@ def test_live_layout_edit_moves_memory(oracle):
     assert _value_at(case, "rental_cost") == pytest.approx(case.plan.gpu_hours * 2.49, rel=TOLERANCE)
 
 
+def test_fp8_book_on_an_accelerator_without_fp8_fails_its_check(oracle, tmp_path):
+    """A reviewer who switches an FP8 workbook to the A100 (no FP8: a blank Catalog cell) sees
+    check_precision_peak fail and the master check count it: never "fine" over a blank peak."""
+    from budget.recalc import read_values, recalculate
+    from conftest import _edit_book
+    case = oracle["fp8-deepseek-memory-no-master"]
+    assert _value_at(case, "check_precision_peak") == 0
+    book = tmp_path / "fp8-on-a100.xlsx"
+    _edit_book(case.path, book, case.names, {"gpu_type": "nvidia_a100_80gb_sxm"})
+    values = read_values(recalculate([book], tmp_path / "recalculated")[book])
+    assert values.get(case.names["check_precision_peak"]) == 1
+    assert values.get(case.names["master_check"]) >= 1
+
+
 def test_oracle_covers_many_cells(oracle):
     """The oracle is not vacuous: it compares hundreds of recomputed formula cells."""
     total = sum(len(c.expected) for c in oracle.values())

@@ -50,7 +50,7 @@ def test_reviewers_read_named_formulas(book):
     result, wb = book
     sheet, coord = result.names["rental_cost"].split("!")
     assert wb[sheet][coord].value == "=gpu_hours*tier_rate"
-    sheet, coord = result.names["peak_tflops"].split("!")
+    sheet, coord = result.names["peak_bf16_tflops"].split("!")
     assert wb[sheet][coord].value == "=INDEX(acc_peak_bf16_tflops,MATCH(gpu_type,acc_id,0))"
 
 
