@@ -349,7 +349,7 @@ OPTIONAL_FIGURES = ("peak_fp8_tflops", "peak_fp4_tflops", "scale_up_domain")
 
 def _accelerator_from_row(row) -> Accelerator:
     """A scenario's `catalog.accelerators` row (flat numbers, one source) as a catalog entry."""
-    figures = {f: Figure(value=float(getattr(row, f)), source=row.source) for f in FIGURES
+    figures = {f: Figure(value=float(getattr(row, f)), source=row.source) for f in (*FIGURES, *OPTIONAL_FIGURES)
                if getattr(row, f, None) is not None}
     return Accelerator(id=row.id, name=row.name, vendor=row.vendor or "", **figures)
 

@@ -31,7 +31,9 @@ from .lineitems import InputDef, Model
 from .model import ACCELERATOR_TABLE, FX_TABLE, SEARCH_INPUTS, build_model
 from .scenario import parse_scenario
 
-CATALOG_COLUMNS = ("id", "name", "vendor", *FIGURES)
+# The dense FP8 and FP4 peaks: blank where not published, a figure a reviewer may type
+PEAK_COLUMNS = ("peak_fp8_tflops", "peak_fp4_tflops")
+CATALOG_COLUMNS = ("id", "name", "vendor", *FIGURES, *PEAK_COLUMNS)
 
 
 class WorkbookError(InputError):
@@ -211,7 +213,10 @@ def _catalog_source(book: _Book, n: int):
 
 
 def read_catalog_rows(book: _Book) -> list[dict]:
-    columns = {c: book.cells(f"{ACCELERATOR_TABLE}_{c}") for c in CATALOG_COLUMNS}
+    columns = {c: book.cells(f"{ACCELERATOR_TABLE}_{c}") for c in CATALOG_COLUMNS
+               if c not in PEAK_COLUMNS or book.where(f"{ACCELERATOR_TABLE}_{c}") is not None}
+    for c in PEAK_COLUMNS:      # a book from before the FP8 and FP4 columns: blank
+        columns.setdefault(c, [(None, None)] * len(columns["id"]))
     rows = []
     for n in range(len(columns["id"])):
         row = {c: columns[c][n][1] for c in CATALOG_COLUMNS}
@@ -221,8 +226,8 @@ def read_catalog_rows(book: _Book) -> list[dict]:
                     f"{columns['id'][n][0]} (acc_id)", Msg("importer.errors.row_without_id.message"),
                     Msg("importer.errors.row_without_id.fix"))], book.lang)
             continue
-        for c in FIGURES:
-            if c == "tdp_w" and row[c] in (None, ""):    # power is optional: energy stays blank
+        for c in (*FIGURES, *PEAK_COLUMNS):
+            if c in ("tdp_w", *PEAK_COLUMNS) and row[c] in (None, ""):    # optional: blank stays blank
                 row[c] = None
                 continue
             if isinstance(row[c], bool) or not isinstance(row[c], (int, float)):
@@ -241,7 +246,7 @@ def _catalog_changes(rows: list[dict], catalog: Catalog, gpu_type: str) -> tuple
     for row in rows:
         acc = bundled.get(str(row["id"]))
         if acc is not None:
-            diffs = [f for f in FIGURES if _figure(row[f]) != _figure(getattr(acc, f))]
+            diffs = [f for f in (*FIGURES, *PEAK_COLUMNS) if _figure(row[f]) != _figure(getattr(acc, f))]
             if not diffs and row["name"] == acc.name:
                 continue
             if diffs == ["peak_bf16_tflops"] and row["id"] == gpu_type and row["name"] == acc.name:
@@ -249,7 +254,7 @@ def _catalog_changes(rows: list[dict], catalog: Catalog, gpu_type: str) -> tuple
                 continue
         entry = {"id": str(row["id"]), "name": str(row["name"] or row["id"]),
                  "vendor": str(row["vendor"] or "")}
-        entry.update({f: _plain(row[f]) for f in FIGURES if row[f] is not None})
+        entry.update({f: _plain(row[f]) for f in (*FIGURES, *PEAK_COLUMNS) if row[f] is not None})
         entry["gpus_per_node"] = int(entry["gpus_per_node"])
         entry["source"] = str(row["source"])[:2000]
         changed.append(entry)

@@ -550,6 +550,9 @@ class AcceleratorRow(_Section):
     inter_node_gbit_per_s: Bandwidth
     typical_mfu: Fraction
     tdp_w: _number(gt=0, le=100_000) | None = None
+    # dense FP8 / FP4 peaks where published (hardware.precision fp8 / fp4 needs the one it names)
+    peak_fp8_tflops: Tflops | None = None
+    peak_fp4_tflops: Tflops | None = None
     source: LongText
 
 

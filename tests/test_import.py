@@ -344,3 +344,29 @@ def test_the_books_language_is_its_language_property_else_its_subject():
         subject = i18n.catalog(lang).get("workbook.properties.subject")
         if subject:
             assert book_language(props(subject=subject)) == lang
+
+
+def test_fp8_peaks_typed_on_the_catalog_sheet_come_back(tmp_path, catalog):
+    """An FP8 plan's book: a reviewer types a dense FP8 peak on the H100 row of the Catalog sheet,
+    or adds an accelerator with its own FP8 peak and chooses it; either comes back as a catalog row
+    of the scenario carrying peak_fp8_tflops, and the plan computes at that peak."""
+    data = with_changes(raw(SCENARIOS / "gpt3-175b-h100.yaml"),
+                        {"hardware.precision": "fp8", "hardware.effective_tflops": None, "hardware.mfu": 0.4})
+    book = write_workbook(plan_of(data, catalog, "fp8"))
+    wb = openpyxl.load_workbook(io.BytesIO(book.data))
+    ids = [c.value for c in _column(wb, book.names, "acc_id")]
+    _cell(wb, book.names, "acc_peak_fp8_tflops", ids.index("nvidia_h100_sxm")).value = 1500
+    edited = tmp_path / "fp8-peak.xlsx"
+    wb.save(edited)
+    imported = import_workbook(edited, catalog)
+    rows = {r["id"]: r for r in imported.data["catalog"]["accelerators"]}
+    assert rows["nvidia_h100_sxm"]["peak_fp8_tflops"] == 1500
+    assert "peak_fp4_tflops" not in rows["nvidia_h100_sxm"]          # blank stays blank
+    assert plan_of(yaml.safe_load(imported.text), catalog, "again")["peak_tflops"] == 1500
+
+    added = tmp_path / "fp8-new-row.xlsx"
+    _edit(book.data, book.names, {}, added, {**NEW_ACCELERATOR, "peak_fp8_tflops": 2000})
+    imported = import_workbook(added, catalog)
+    rows = {r["id"]: r for r in imported.data["catalog"]["accelerators"]}
+    assert rows["my_gpu"]["peak_fp8_tflops"] == 2000
+    assert plan_of(yaml.safe_load(imported.text), catalog, "again")["peak_tflops"] == 2000

@@ -510,3 +510,17 @@ def test_unbind_inverts_bind_for_precision(catalog):
         assert again.inputs[name].value == values[name], name
     for name in ("gpu_hours", "checkpoint_full_gb", "act_bytes_split", "baseline_mfu"):
         assert again[name] == first[name], name
+
+
+def test_a_scenarios_own_accelerator_row_may_carry_its_fp8_peak(catalog):
+    """catalog.accelerators rows (a reviewer's, or a scenario's) take peak_fp8_tflops and
+    peak_fp4_tflops; the precision needs the one it names."""
+    from budget.errors import ScenarioError
+    row = {"id": "my_gpu", "name": "My GPU", "peak_bf16_tflops": 1000, "peak_fp8_tflops": 2000,
+           "hbm_gb": 192, "gpus_per_node": 8, "intra_node_gb_per_s": 450, "inter_node_gbit_per_s": 400,
+           "typical_mfu": 0.4, "source": "the vendor's datasheet"}
+    mine = {"catalog.accelerators": [row], "hardware.accelerator": "my_gpu", "hardware.peak_tflops": None}
+    assert _precision_plan(catalog, **mine, **{"hardware.precision": "fp8"})["peak_tflops"] == 2000
+    with pytest.raises(ScenarioError) as err:
+        _precision_plan(catalog, **mine, **{"hardware.precision": "fp4"})
+    assert err.value.problems[0].path == "hardware.precision"
