@@ -61,3 +61,34 @@ def test_published_layout_fits_the_memory_model(catalog, run):
     assert plan.fits
     assert plan.values["tp_size"] == run["layout"]["tp"]
     assert plan.values["dp_size"] == run["layout"]["dp"]
+
+
+# --- issue 13: published throughput rows, committed before the calibration -----------------------
+THROUGHPUT = yaml.safe_load((Path(__file__).parent / "data" / "throughput_runs.yaml").read_text())["rows"]
+MEASURES = {"mfu", "hfu", "tflops_per_gpu", "tokens_per_gpu_second", "step_time_s"}
+
+
+def test_throughput_rows_are_enough_and_sourced(catalog):
+    """At least 30 rows from at least 8 sources (issue 13), each a published measurement with its
+    quote, a FLOP basis and an accelerator of the catalog, so the calibration can hold out whole
+    sources (leave-one-source-out)."""
+    ids = [r["id"] for r in THROUGHPUT]
+    assert len(ids) == len(set(ids)) >= 30
+    assert len({r["source_id"] for r in THROUGHPUT}) >= 8
+    known = {a.id for a in catalog.accelerators}
+    for r in THROUGHPUT:
+        assert r["quote"] and r["measured"]["kind"] in MEASURES and r["measured"]["value"] > 0, r["id"]
+        assert r["measured"].get("flop_basis") or r["measured"]["kind"] in {"tokens_per_gpu_second", "step_time_s"}, r["id"]
+        assert r["accelerator"] in known, r["id"]
+        assert r["gpu_count"] >= 1 and r["global_batch_sequences"] >= 1, r["id"]
+
+
+def test_throughput_rows_multiply_out():
+    """Where a row gives its layout, TP × PP × CP × DP is its GPU count (Llama 3's long-context
+    row is the paper's own slip: DP 4 multiplies to 8,192 of its 16,384 GPUs)."""
+    slips = {"llama3-405b-16384-cp16gpu"}
+    for r in THROUGHPUT:
+        lay = r["layout"]
+        if r["id"] in slips or None in (lay.get("tp"), lay.get("pp"), lay.get("dp")):
+            continue
+        assert lay["tp"] * lay["pp"] * (lay.get("cp") or 1) * lay["dp"] == r["gpu_count"], r["id"]
