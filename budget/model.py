@@ -37,6 +37,10 @@ FLOPS_BASES = ("six_nd", "with_attention")
 COMPUTE_PRECISIONS = ("bf16", "fp8", "fp4")     # the catalog's peak_<precision>_tflops columns
 MFU_PEAKS = ("bf16", "compute")
 CHECKPOINT_FORMATS = ("full", "no_fp32_master", "weights_only")
+# How a checkpoint is taken (reliability.checkpoint_mode): the training waits for the write to
+# storage; waits only for the copy to host memory (PyTorch DCP async_save, MegaScale); or keeps
+# checkpoints in peers' memory and restarts from there (Gemini, SOSP'23; ByteCheckpoint)
+CHECKPOINT_MODES = ("synchronous", "asynchronous", "in_memory")
 
 
 @lru_cache(maxsize=None)
@@ -354,8 +358,12 @@ def _inputs(b: ModelBuilder) -> _Inputs:
         path="reliability.interruption_rate_per_gpu_hour")
     add("failure_detect_minutes", "minutes", minimum=0, path="reliability.failure_detect_minutes")
     add("node_replace_minutes", "minutes", minimum=0, path="reliability.node_replace_minutes")
+    add("job_startup_minutes", "minutes", minimum=0, path="reliability.job_startup_minutes")
     add("checkpoint_interval_steps_override", "steps", minimum=0, positive=True, optional=True,
         path="reliability.checkpoint_interval_steps")
+    add("checkpoint_mode", "mode", kind="choice", choices=CHECKPOINT_MODES, path="reliability.checkpoint_mode",
+        codec="text")
+    add("host_copy_gb_per_s", "GB/s", minimum=0, positive=True, path="reliability.host_copy_gb_per_s")
 
     b.input_section("project_timeline")
     add("start_date", "date", kind="date", path="schedule.start_date", codec="date")
@@ -776,16 +784,32 @@ def _schedule(b: ModelBuilder, i: _Inputs) -> None:
     mtbi = b.item("job_mtbi_hours", "hours", 1 / (rate * i.gpu_count))
     write = b.item("checkpoint_write_hours", "hours", full / i.storage_write_gb_per_s / 3600)
     step = b.item("step_hours", "hours", r("train_days") * 24 / r("train_steps"))
-    daly = b.item("young_daly_interval_hours", "hours", SQRT(2 * write * mtbi))
+    # What one GPU holds of a checkpoint, copied from its memory at each checkpoint: its weights
+    # and the part of its optimizer states the format keeps (Memory sheet, after TP, PP and ZeRO)
+    kept = IF(i.optimizer_bytes_per_param > 0, (held - i.weight_bytes_per_param) / i.optimizer_bytes_per_param, 0)
+    share = b.item("checkpoint_state_per_gpu_gb", "GB", r("weights_per_gpu_gb") + r("optimizer_per_gpu_gb") * kept)
+    sync = i.checkpoint_mode.eq("synchronous")
+    in_memory = i.checkpoint_mode.eq("in_memory")
+    # What the training waits for (δ): the whole write to storage, or only the copy of its share
+    # to host memory; the rest is written in the background (to storage, or to a peer's memory
+    # over the scale-out network), and must end before the next checkpoint starts
+    pause = b.item("checkpoint_pause_hours", "hours", IF(sync, write, share / i.host_copy_gb_per_s / 3600))
+    behind = b.item("checkpoint_background_hours", "hours",
+                    IF(sync, 0, IF(in_memory, share / r("scale_out_gb_per_s") / 3600, write)))
+    daly = b.item("young_daly_interval_hours", "hours", SQRT(2 * pause * mtbi))
     interval = b.item("checkpoint_interval_hours", "hours",
-                      IF(ISNUMBER(i.checkpoint_interval_steps_override),
-                         i.checkpoint_interval_steps_override * step, daly))
+                      MAX(IF(ISNUMBER(i.checkpoint_interval_steps_override),
+                             i.checkpoint_interval_steps_override * step, MAX(daly, step)), behind))
     b.item("checkpoint_interval_steps", "steps", interval / step)
+    # Work redone after an interruption: half an interval, plus the background write a failure
+    # may catch unfinished (the last checkpoint whole is then one interval older): τ/2 + W
+    redo = b.item("lost_work_hours", "hours", interval / 2 + behind)
+    load = b.item("checkpoint_load_hours", "hours",
+                  IF(in_memory, share / r("scale_out_gb_per_s"), full / i.storage_read_gb_per_s) / 3600)
     restart = b.item("restart_hours", "hours",
-                     (i.failure_detect_minutes + i.node_replace_minutes) / 60
-                     + full / i.storage_read_gb_per_s / 3600)
-    ckpt = b.item("checkpoint_overhead", "fraction", write / interval)
-    per = b.item("loss_per_interruption_hours", "hours", interval / 2 + restart)
+                     (i.failure_detect_minutes + i.node_replace_minutes + i.job_startup_minutes) / 60 + load)
+    ckpt = b.item("checkpoint_overhead", "fraction", pause / interval)
+    per = b.item("loss_per_interruption_hours", "hours", redo + restart)
     lost = b.item("failure_fraction", "fraction", per / mtbi)
     stretched = b.item("stretched_training_days", "days", r("train_days") * (1 + ckpt) / (1 - lost))
     b.item("expected_interruptions", "interruptions", stretched * 24 / mtbi)

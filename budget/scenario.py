@@ -467,10 +467,21 @@ LLAMA3_INTERRUPTION_RATE = 419 / (54 * 24 * 16384)
 
 
 class ReliabilitySection(_Section):
+    """Interruptions, how checkpoints are taken and what a restart takes (the Schedule sheet)."""
     interruption_rate_per_gpu_hour: _number(ge=1e-12, lt=1) = LLAMA3_INTERRUPTION_RATE
+    # A restart: detect the failure, swap in a spare node, start the job again (launch, NCCL
+    # init); the checkpoint's load follows from checkpoint_mode. Detection and replacement plus
+    # startup add up to the 20 minutes of the model before the split (5 + 15).
     failure_detect_minutes: Minutes = 5.0
-    node_replace_minutes: Minutes = 15.0
+    node_replace_minutes: Minutes = 10.0
+    job_startup_minutes: Minutes = 5.0
     checkpoint_interval_steps: _number(ge=1, le=1e12) | None = None
+    # synchronous: training waits for the write to storage; asynchronous: only for the copy to host
+    # memory (PyTorch DCP async_save); in_memory: copies kept in peers' memory (Gemini, SOSP'23)
+    checkpoint_mode: Literal["synchronous", "asynchronous", "in_memory"] = "synchronous"
+    # device-to-host copy per GPU: half of PCIe 5.0 x16's 64 GB/s a direction, a margin for
+    # pageable staging and shared host links
+    host_copy_gb_per_s: Bandwidth = 32.0
 
 
 class StaffRole(_Section):

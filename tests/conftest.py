@@ -13,7 +13,7 @@ import pytest
 from budget.catalog import load_catalog
 from budget.recalc import read_values, recalculate
 from budget.workbook import write_workbook
-from support import (SCENARIOS, SEED_A100, SEED_H100, OracleCase, plan_of, raw,
+from support import (LLAMA3_405B_16K, SCENARIOS, SEED_A100, SEED_H100, OracleCase, plan_of, raw,
                      require_soffice, with_changes)
 
 
@@ -168,8 +168,19 @@ PLAIN_CASES.update({
         "hardware.mfu_peak": "compute", "storage.checkpoint_format": "weights_only"}),
 })
 
+# Issue 13 item 3, failures at scale: Llama 3 405B on 16,384 H100 with asynchronous checkpoints to
+# Tectonic's 2 TB/s and with in-memory checkpoints, both with a 15-minute restart.
+PLAIN_CASES.update({
+    f"failures-16k-{mode}": (SEED_H100, {
+        **LLAMA3_405B_16K, "reliability.checkpoint_mode": mode, "reliability.node_replace_minutes": 5,
+        **({"storage.write_gb_per_s": 2000, "storage.read_gb_per_s": 2000} if mode == "asynchronous" else {})})
+    for mode in ("asynchronous", "in_memory")})
+
 # Live edits: (base case, {defined name: new cell value}, the same edit as scenario changes).
 EDIT_CASES = {
+    # a reviewer switches the seed to in-memory checkpoints with a faster job start
+    "edit-checkpoint-in-memory": ("seed-h100", {"checkpoint_mode": "in_memory", "job_startup_minutes": 2}, {
+        "reliability.checkpoint_mode": "in_memory", "reliability.job_startup_minutes": 2}),
     "edit-1024-a100-buffer30": ("seed-h100", {
         "gpu_count": 1024, "gpu_type": "nvidia_a100_80gb_sxm", "buffer_rate": 0.30,
         # The seed's 450 TFLOPS is an H100 figure: the reviewer states the utilisation instead.

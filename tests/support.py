@@ -48,6 +48,18 @@ def seed_plan(catalog: Catalog, **changes) -> Plan:
     return plan_of(with_changes(raw(SEED_H100), changes), catalog, "gpt3-175b-h100")
 
 
+# Llama 3 405B's pre-training on 16,384 H100 (Llama Team 2024, Table 4): the seed with the 405B
+# shape at 8,192 tokens, 15.6T tokens, 2,048 sequences a step and 41% MFU. Meta's TP 8 x PP 16
+# needs one layer fewer on the first and last stage; TP 8 x PP 2 with ZeRO-3 stands in for it (the
+# failure model sees the layout only in what each GPU copies to host memory at a checkpoint).
+LLAMA3_405B_16K = {
+    "model.preset": "llama3-405b", "model.seq_len": 8192, "data.train_tokens": "15.6T",
+    "data.global_batch_sequences": 2048, "hardware.gpu_count": 16384, "hardware.peak_tflops": None,
+    "hardware.effective_tflops": None, "hardware.mfu": 0.41, "parallelism.tp": 8, "parallelism.pp": 2,
+    "parallelism.zero_stage": 3, "parallelism.recompute": "full",
+    "memory.activation_gb_per_microbatch": None, "storage.checkpoint_gb": None, "sources": {}}
+
+
 def require_soffice() -> None:
     """Skip loudly without LibreOffice; under CI a skip would hide a broken install, so fail."""
     from budget.recalc import soffice_path
