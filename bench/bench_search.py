@@ -57,6 +57,9 @@ def main() -> int:
              "parallelism": {"virtual_pipeline_stages": 2, "first_last_stage_layers_fewer": True},
              "prices": {"per_gpu_hour": 2.0}}
     cases.append(("405B on 16,384 GPUs (interleaved)", llama))
+    # ... and with the interleaving searched too (v = 1, 2, 4 or 8 chunks per rank)
+    searched = {**llama, "parallelism": {"search_interleaving": True, "first_last_stage_layers_fewer": True}}
+    cases.append(("405B on 16,384 GPUs (interleaving searched)", searched))
     for label, data in cases:
         s = parse_scenario(data, "bench.yaml", catalog)
         wall, plan = timed(lambda s=s: build_plan(s, catalog, "bench"), args.repeat)

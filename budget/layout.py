@@ -13,7 +13,7 @@ shows), restricted to the items that depend on the layout.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from itertools import product
 from typing import Callable, Mapping
 
@@ -29,6 +29,10 @@ LAYOUT_INPUTS = ("tp_size", "pp_size", "micro_batch_size", "zero_stage", "recomp
 # Context parallelism is tried only from this sequence length up (shorter ones keep CP 1, so the
 # searches of short-sequence runs are those of a search without CP).
 CP_MIN_SEQ_LEN = 16384
+# Interleaved 1F1B degrees (model chunks per pipeline rank) tried when the scenario asks for it
+# (parallelism.search_interleaving); each must split the layers into p·v chunks (Narayanan et al.
+# 2021 §2.2.2) and the micro-batches into multiples of p. Llama 3 405B's one-layer chunks are v = 8.
+INTERLEAVING = (1, 2, 3, 4, 6, 8)
 RANKED_OUTPUTS = ("memory_per_gpu_gb", "usable_hbm_gb", "check_memory_fits", "bubble_fraction",
                   "comm_fraction", "recompute_overhead", "layout_efficiency", "train_days",
                   "stretched_training_days",
@@ -189,6 +193,16 @@ class Space:
                     if dp % ep == 0:     # EP inside DP
                         yield Layout(int(tp), int(pp), int(mb), int(zero), rc, sp, int(cp), int(ep))
 
+
+    def interleavings(self) -> list[int]:
+        """The degrees of INTERLEAVING for which some PP choice (above 1) splits the layers."""
+        out = []
+        for v in INTERLEAVING:
+            trial = replace(self, virtual_stages=v)
+            if v == 1 or any(p > 1 and (self.layers + self.extra_layers) % (p * v) == 0
+                             for p in trial._splits()[1]):
+                out.append(v)
+        return out
 
     def split_counts(self, max_gpus: int = MAX_GPUS) -> list[int]:
         """Whole-node GPU counts that admit at least one TP × PP × DP split of the batch."""

@@ -34,6 +34,7 @@ YES_NO = ("yes", "no")
 ACTIVATIONS = ("gelu", "swiglu")
 POSITIONS = ("learned", "rotary")
 FLOPS_BASES = ("six_nd", "with_attention")
+PIPELINE_SCHEDULES = ("1f1b", "dualpipe")
 COMPUTE_PRECISIONS = ("bf16", "fp8", "fp4")     # the catalog's peak_<precision>_tflops columns
 MFU_PEAKS = ("bf16", "compute")
 CHECKPOINT_FORMATS = ("full", "no_fp32_master", "weights_only")
@@ -189,6 +190,9 @@ def _inputs(b: ModelBuilder) -> _Inputs:
     add("mla_rope_head_dim", "width", kind="integer", minimum=0, optional=True,
         path="model.mla.rope_head_dim")
     add("mla_v_head_dim", "width", kind="integer", minimum=1, optional=True, path="model.mla.v_head_dim")
+    # Korthikanti et al. 2022 §4.1 count two dropout masks per layer (and one on the attention
+    # scores); Llama and DeepSeek-V3 train without dropout (default yes: today's numbers)
+    add("dropout", "yes/no", kind="choice", choices=YES_NO, path="model.dropout", codec="yesno")
 
     b.input_section("data_and_batch")
     add("train_tokens", "tokens", minimum=1, positive=True, path="data.train_tokens", codec="count")
@@ -234,6 +238,9 @@ def _inputs(b: ModelBuilder) -> _Inputs:
         path="parallelism.virtual_pipeline_stages", codec="int")
     add("first_last_stage_layers_fewer", "yes/no", kind="choice", choices=YES_NO,
         path="parallelism.first_last_stage_layers_fewer", codec="yesno")
+    # DeepSeek-V3 §3.2.1: DualPipe, approximated (the bubble, 2× the parameters, PP + 1 in flight)
+    add("pipeline_schedule", "mode", kind="choice", choices=PIPELINE_SCHEDULES,
+        path="parallelism.pipeline_schedule", codec="text")
 
     b.input_section("sizing")
     add("split_margin", "fraction", kind="fraction", minimum=0, maximum=10, path="sizing.split_margin")
@@ -260,6 +267,8 @@ def _inputs(b: ModelBuilder) -> _Inputs:
     add("master_bytes_per_param", "bytes/parameter", minimum=0, path="memory.master_bytes_per_param")
     add("fp8_activation_share", "fraction", kind="fraction", minimum=0, maximum=1,
         path="memory.fp8_activation_share")
+    add("recompute_norms_and_up_projections", "yes/no", kind="choice", choices=YES_NO,
+        path="memory.recompute_norms_and_up_projections", codec="yesno")
     add("flash_attention", "yes/no", kind="choice", choices=YES_NO, path="memory.flash_attention",
         codec="yesno")
     add("activation_gb_override", "GB", minimum=0, optional=True, path="memory.activation_gb_per_microbatch")
@@ -433,6 +442,8 @@ def _inputs(b: ModelBuilder) -> _Inputs:
     constant("forward_flops_per_param_token", "FLOP/(parameter·token)", 2.0, minimum=0)
     constant("causal_attention_fraction", "fraction", 0.5, minimum=0, maximum=1, kind="fraction")
     constant("korthikanti_split_bytes", "bytes/(s·b·h)", 24.0, minimum=24, maximum=24)
+    constant("dropout_mask_bytes", "bytes", 1.0, minimum=0)
+    constant("backward_forward_time_ratio", "×", 2.0, minimum=0)
 
     # Workbook structure: not assumptions, not on the Inputs rows. The cells just below the
     # growable tables (a check fails when anything is typed there) and the Timeline's week grid.
@@ -587,13 +598,21 @@ def _layout(b: ModelBuilder, i: _Inputs) -> None:
     m = b.item("microbatches_per_step", "micro-batches", i.global_batch_sequences / (dp * i.micro_batch_size))
     # Korthikanti et al. 2022 §4.2.3: interleaving keeps L·(1 + (p−1)/(p·v)) layers of activations
     # on the first stage, i.e. p + (p−1)/v micro-batches of its L/p layers (never more than m).
+    # DualPipe (DeepSeek-V3 §3.2.1, Table 2): PP + 1 micro-batches of activations.
+    dualpipe = i.pipeline_schedule.eq("dualpipe")
     b.item("microbatches_in_flight", "micro-batches",
-           IF(v > 1, MIN(pp + (pp - 1) / v, m), MIN(pp, m)))
+           IF(dualpipe, MIN(pp + 1, m), IF(v > 1, MIN(pp + (pp - 1) / v, m), MIN(pp, m))))
+    # DualPipe keeps two copies of the parameters: each rank holds stage i and stage p − 1 − i
+    b.item("pipeline_weight_copies", "×", IF(dualpipe, 2, 1))
     # Llama 3 §3.3.2: one layer fewer on the first and the last stage, so the middle stages hold
     # (L + 2)/p layers; memory per GPU is that of the largest stage (1 = even stages).
+    # DualPipe runs stages of uneven depth (DeepSeek-V3: 61 layers, the MTP module, the embedding
+    # and the head on 16 ranks): the largest holds ROUNDUP(L/p) layers (an approximation)
+    extra = IF(i.first_last_stage_layers_fewer.eq("yes"), 2, 0)
     b.item("largest_stage_factor", "×",
-           IF(AND(i.first_last_stage_layers_fewer.eq("yes"), pp > 2),
-              (i.model_layers + 2) / i.model_layers, 1))
+           IF(dualpipe, ROUNDUP((i.model_layers + extra) / pp, 0) * pp / i.model_layers,
+              IF(AND(i.first_last_stage_layers_fewer.eq("yes"), pp > 2),
+                 (i.model_layers + 2) / i.model_layers, 1)))
 
 
 def _memory(b: ModelBuilder, i: _Inputs) -> None:
@@ -609,7 +628,20 @@ def _memory(b: ModelBuilder, i: _Inputs) -> None:
 
     b.section("activations")
     mode = b.item("activation_mode", "text", i.recompute.concat("/").concat(i.sequence_parallel))
-    rep = b.item("act_bytes_replicated", "bytes", Lookup(ACTIVATION_TABLE, "replicated", mode))
+    # Without dropout (Llama, DeepSeek-V3) the two 1-byte masks per layer go (Korthikanti et al.
+    # 2022 §4.1: attention and MLP dropout, sbh each, not split by TP without SP), and the
+    # attention scores' mask and dropout output (as²b·(1 + 2)) go; full recompute stores neither
+    sp_yes = i.sequence_parallel.eq("yes")
+    masks = b.item("act_bytes_dropout", "bytes",
+                   IF(AND(i.dropout.eq("no"), NOT(i.recompute.eq("full"))), 2 * i.dropout_mask_bytes, 0))
+    # DeepSeek-V3 §3.2.3 recomputes every RMSNorm (and the MLA up-projections) in the backward
+    # pass: the two norm outputs, the inputs of the QKV and first MLP matmuls (2 bytes each in
+    # Korthikanti et al. 2022 §4.1), are not stored
+    rebuild = AND(i.recompute_norms_and_up_projections.eq("yes"), NOT(i.recompute.eq("full")))
+    norms = b.item("act_bytes_norm_outputs_recomputed", "bytes",
+                   IF(rebuild, 2 * i.activation_bytes_per_element, 0))
+    rep = b.item("act_bytes_replicated", "bytes",
+                 Lookup(ACTIVATION_TABLE, "replicated", mode) - IF(sp_yes, 0, masks + norms))
     # Korthikanti's 24 split bytes are Q, K, V and the projection's input (2 each) and the 4h GeLU
     # MLP's two 4h-wide tensors (8 each); for other shapes: Q and the projection's input heads·d
     # wide, K and V kv_heads·d wide, and one f-wide tensor per FFN matrix (SwiGLU: gate, up and
@@ -627,14 +659,25 @@ def _memory(b: ModelBuilder, i: _Inputs) -> None:
                          2 * q + 2 * kv + 2 * kv + 2 * q + 2 * r("ffn_matrices") * f_avg / h)
     extra = b.item("act_bytes_shape_extra", "bytes",
                    IF(i.recompute.eq("full"), 0, shape_split - i.korthikanti_split_bytes))
-    split16 = b.item("act_bytes_split_16bit", "bytes", Lookup(ACTIVATION_TABLE, "split", mode) + extra)
+    # ... and Q, K and V are rebuilt from what the up-projections read: MLA's latents (query
+    # rank, K/V rank and the RoPE key, 2 bytes each), or the stored layer input otherwise
+    latents = IF(ISNUMBER(i.mla_kv_lora_rank),
+                 IF(ISNUMBER(i.mla_q_lora_rank), i.mla_q_lora_rank, 0) + i.mla_kv_lora_rank
+                 + IF(ISNUMBER(i.mla_rope_head_dim), i.mla_rope_head_dim, 0), 0)
+    up = b.item("act_bytes_up_projections_recomputed", "bytes",
+                IF(rebuild, 2 * q + 2 * kv + 2 * kv - i.activation_bytes_per_element * latents / h, 0))
+    split16 = b.item("act_bytes_split_16bit", "bytes",
+                     Lookup(ACTIVATION_TABLE, "split", mode) + extra - IF(sp_yes, masks + norms, 0) - up)
     # FP8/FP4 compute (DeepSeek-V3 §3.3.3): a share of these bytes is cached in FP8, 1 byte (an
     # FP8 element) instead of activation_bytes_per_element
     split = b.item("act_bytes_split", "bytes",
                    split16 * (1 - IF(i.compute_precision.eq("bf16"), 0, i.fp8_activation_share)
                               * (1 - 1 / i.activation_bytes_per_element)))
+    attn_table = Lookup(ACTIVATION_TABLE, "attention", mode)
     attn = b.item("act_bytes_attention", "bytes",
-                  IF(i.flash_attention.eq("yes"), 0, Lookup(ACTIVATION_TABLE, "attention", mode)))
+                  IF(i.flash_attention.eq("yes"), 0,
+                     attn_table - IF(AND(i.dropout.eq("no"), attn_table > 0),
+                                     i.dropout_mask_bytes + i.activation_bytes_per_element, 0)))
     sbh = b.item("act_sbh", "elements", i.seq_len * i.micro_batch_size * i.hidden_size)
     per_layer = b.item("activation_layer_gb", "GB",
                        sbh * (rep + split + attn * i.attention_heads * i.seq_len / i.hidden_size)
@@ -648,7 +691,7 @@ def _memory(b: ModelBuilder, i: _Inputs) -> None:
     tp, pp, zero, cp = i.tp_size, i.pp_size, i.zero_stage, i.cp_size
     # ZeRO shards over the data-parallel ranks, with CP over data × context ranks (Megatron-Core)
     dp = r("dp_size") * cp
-    stage = r("largest_stage_factor")
+    stage = r("largest_stage_factor") * r("pipeline_weight_copies")
     # EP: each GPU holds 1/ep of the routed experts (and their gradients and optimizer states);
     # ZeRO shards them over the dp/ep expert-data-parallel ranks, so sharded they are 1/dp either way
     ep_cut = b.item("ep_state_saving", "fraction",
@@ -662,7 +705,8 @@ def _memory(b: ModelBuilder, i: _Inputs) -> None:
     a_gpu = b.item("activations_per_gpu_gb", "GB",
                    IF(ISNUMBER(i.activation_gb_override), i.activation_gb_override / (tp * pp * cp),
                       sbh * (rep + split / tp + attn * i.attention_heads * i.seq_len / (i.hidden_size * tp))
-                      * (i.model_layers / pp) * r("microbatches_in_flight") / i.bytes_per_gb / cp) * stage)
+                      * (i.model_layers / pp) * r("microbatches_in_flight") / i.bytes_per_gb / cp)
+                   * r("largest_stage_factor"))
     # PyTorch FSDP's rate limiter: the layer computing and the one prefetched are gathered in full
     gathered = b.item("zero3_gathered_gb", "GB",
                       IF(zero > 2, i.zero3_gathered_layers * Ref("model_params") / i.model_layers
@@ -689,7 +733,13 @@ def _efficiency(b: ModelBuilder, i: _Inputs) -> None:
                   / (i.gpu_count * rate))
 
     b.section("pipeline_bubble")
-    bubble = b.item("bubble_fraction", "fraction of step", (pp - 1) / (v * m))
+    # DualPipe (DeepSeek-V3 Table 2): (PP/2 − 1)(F&B + B − 3W) against m·(F + B); with F&B = F + B
+    # (the overlap hides communication, not compute), W = B/2 and F = 1 that is
+    # (PP/2 − 1)(1 + B/2)/(m(1 + B)) = (PP − 2)/(3m) at B = 2F: an approximation
+    back = i.backward_forward_time_ratio
+    bubble = b.item("bubble_fraction", "fraction of step",
+                    IF(i.pipeline_schedule.eq("dualpipe"), MAX(0, pp / 2 - 1) * (1 + back / 2) / (m * (1 + back)),
+                       (pp - 1) / (v * m)))
 
     b.section("communication")
     tp_gb = b.item("tp_comm_gb", "GB",
@@ -1033,8 +1083,16 @@ def _checks(b: ModelBuilder, i: _Inputs) -> None:
     b.check("check_tp_divides_heads", MOD(i.attention_heads, i.tp_size).eq(0),
             detail=sentence(b, "check_tp_divides_heads", i.tp_size, i.attention_heads))
     stage_layers = i.model_layers + IF(i.first_last_stage_layers_fewer.eq("yes"), 2, 0)
-    b.check("check_pp_divides_layers", MOD(stage_layers, i.pp_size).eq(0),
+    dualpipe = i.pipeline_schedule.eq("dualpipe")
+    b.check("check_pp_divides_layers", OR(dualpipe, MOD(stage_layers, i.pp_size).eq(0)),
             detail=sentence(b, "check_pp_divides_layers", i.pp_size, stage_layers))
+    # DeepSeek-V3 §3.2.1: DualPipe "only requires that the pipeline stages and micro-batches be
+    # divisible by 2" (stages of uneven depth allowed); it is not interleaved
+    b.check("check_dualpipe", OR(NOT(dualpipe),
+                                 AND(MOD(i.pp_size, 2).eq(0), MOD(r("microbatches_per_step"), 2).eq(0),
+                                     i.virtual_pipeline_stages.eq(1))),
+            detail=sentence(b, "check_dualpipe", i.pp_size, ROUND(r("microbatches_per_step"), 2),
+                            i.virtual_pipeline_stages))
     # Narayanan et al. 2021 §2.2.2: p·v model chunks, and micro-batches a multiple of p
     b.check("check_interleaving", OR(i.virtual_pipeline_stages.eq(1),
                                      AND(MOD(stage_layers, i.pp_size * i.virtual_pipeline_stages).eq(0),

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import datetime as dt
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import Mapping
 
@@ -284,6 +284,13 @@ def size_and_lay_out(s: Scenario, catalog: Catalog, inputs: dict[str, InputValue
     # a dimension with one possible value (CP below 16K tokens) is as good as pinned
     held = (set(pins) | ({"cp_size"} if len(space.cp_choices()) == 1 else set())
             | ({"ep_size"} if len(space.ep_choices()) == 1 else set()))
+    if s.parallelism.search_interleaving:
+        # interleaving searched (budget/layout.py INTERLEAVING): the best over each admissible v
+        try:
+            return _interleaved_choice(s, model, inputs, pins, base, lookups, space)
+        except NoLayoutFits:
+            if not (given and held >= set(LAYOUT_INPUTS)):
+                raise
     if given and held >= set(LAYOUT_INPUTS):
         pinned = evaluate(Layout.from_inputs({"cp_size": space.cp_choices()[0], "ep_size": space.ep_choices()[0], **pins}),
                           given)
@@ -295,6 +302,13 @@ def size_and_lay_out(s: Scenario, catalog: Catalog, inputs: dict[str, InputValue
                    if name not in pins}
         return LayoutChoice("fixed", None, (pinned,), held_cp, explanation, evaluate.calls)
 
+    mode, result, count_source = _choose_count_and_layout(s, evaluate, space)
+    return _layout_choice(s, model, inputs, pins, evaluate, mode, result, count_source)
+
+
+def _choose_count_and_layout(s: Scenario, evaluate: Evaluator, space: Space):
+    """The GPU count (given, from the deadline, or memory-first) and the search's result there."""
+    given, lang = s.hardware.gpu_count, s.language
     if given:
         mode, result = "fixed", search(evaluate, space, given)
         count_source = None
@@ -312,14 +326,40 @@ def size_and_lay_out(s: Scenario, catalog: Catalog, inputs: dict[str, InputValue
                            else "plan.sources.memory_first", lang,
                            memory=evaluate.base["memory_total_gb"], usable=evaluate.base["usable_hbm_gb"],
                            margin=s.sizing.split_margin, gpus=start, raised=result.gpu_count)
+    return mode, result, count_source
+
+
+def _layout_choice(s: Scenario, model, inputs, pins, evaluate: Evaluator, mode: str, result: SearchResult,
+                   count_source, interleaving: int | None = None, calls: int | None = None) -> LayoutChoice:
     chosen = result.best.layout.as_inputs()
-    rank = fmt("plan.sources.search", lang, fitting=result.fitting)
+    rank = fmt("plan.sources.search", s.language, fitting=result.fitting)
     layout_inputs = {name: (inputs[name] if name in pins else InputValue(chosen[name], rank))
                      for name in LAYOUT_INPUTS}
+    if interleaving is not None:
+        layout_inputs["virtual_pipeline_stages"] = InputValue(float(interleaving), rank)
     if count_source:
         layout_inputs["gpu_count"] = InputValue(float(result.gpu_count), count_source)
     return LayoutChoice(mode, result, result.ranked + result.rejected, layout_inputs,
-                        result.explanation, evaluate.calls)
+                        result.explanation, evaluate.calls if calls is None else calls)
+
+
+def _interleaved_choice(s: Scenario, model, inputs, pins, base: dict, lookups: Mapping,
+                        space: Space) -> LayoutChoice:
+    """The search at each interleaving degree the layers allow (DualPipe: none), the smallest GPU
+    count first, then the faster layout; every candidate shown shares the chosen degree."""
+    tried, calls, error = [], 0, None
+    degrees = [1] if s.parallelism.pipeline_schedule == "dualpipe" else space.interleavings()
+    for v in degrees:
+        ev = Evaluator(model, {**base, "virtual_pipeline_stages": float(v)}, lookups)
+        try:
+            tried.append((v, ev, *_choose_count_and_layout(s, ev, replace(space, virtual_stages=v))))
+        except NoLayoutFits as err:
+            error = err
+        calls += ev.calls
+    if not tried:
+        raise error
+    v, ev, mode, result, count_source = min(tried, key=lambda t: (t[3].gpu_count, t[3].best.sort_key()))
+    return _layout_choice(s, model, inputs, pins, ev, mode, result, count_source, v, calls)
 
 
 def _cell(value):

@@ -206,6 +206,8 @@ class ModelSection(_Section):
     vocab_size: PositiveInt | None = None
     moe: MoESection | None = None
     mla: MLASection | None = None
+    # Korthikanti et al. 2022 §4.1's dropout masks; Llama 3 and DeepSeek-V3 have no dropout
+    dropout: bool = True
     # A local Hugging Face config.json (relative to the scenario file) the shape is read from;
     # the scenario's own keys win over it, it wins over a preset. Not the training seq_len.
     hf_config: SafeText | None = None
@@ -270,6 +272,11 @@ class ParallelismSection(_Section):
     virtual_pipeline_stages: _whole(ge=1, le=64) = 1
     # Llama 3 §3.3.2: one layer fewer on the first and on the last stage (embedding, output head).
     first_last_stage_layers_fewer: bool = False
+    # DeepSeek-V3 §3.2.1: DualPipe (approximated: budget/model.py bubble_fraction); 1F1B otherwise
+    pipeline_schedule: Literal["1f1b", "dualpipe"] = "1f1b"
+    # The search tries interleaving too (budget/layout.py INTERLEAVING), instead of a pinned
+    # virtual_pipeline_stages
+    search_interleaving: bool = False
     # Expert parallelism (MoE only), inside DP: DP must be a multiple of ep (Megatron-Core, DeepSeek-V3).
     ep: PositiveInt | None = None
 
@@ -321,6 +328,8 @@ class MemorySection(_Section):
     # §3.3.3 caches the linear layers' inputs in FP8): in Korthikanti's 24 bytes per s·b·h, the
     # attention projection's input (2) and the second MLP matrix's input (8), 10/24
     fp8_activation_share: _number(ge=0, le=1) = 10 / 24
+    # DeepSeek-V3 §3.2.3: every RMSNorm and the MLA up-projections recomputed in the backward pass
+    recompute_norms_and_up_projections: bool = False
     flash_attention: bool = True
     activation_gb_per_microbatch: _number(ge=1e-6, le=1e6) | None = None
 
@@ -1006,6 +1015,9 @@ def _check_layout(s: Scenario, shape: dict) -> None:
         if hw.gpu_count is not None and p.tp and p.pp and (hw.gpu_count // split) % p.ep:
             raise rule_error(Msg("errors.scenario.ep_dp.message", ep=p.ep, dp=hw.gpu_count // split),
                              Msg("errors.scenario.ep_dp.fix", dp=hw.gpu_count // split), "parallelism.ep")
+    if v > 1 and p.search_interleaving:
+        raise rule_error(Msg("errors.scenario.vp_searched.message", v=v),
+                         Msg("errors.scenario.vp_searched.fix"), "parallelism.search_interleaving")
     if v > 1 and p.pp == 1:
         raise rule_error(Msg("errors.scenario.vp_without_pp.message", v=v),
                          Msg("errors.scenario.vp_without_pp.fix"), "parallelism.virtual_pipeline_stages")

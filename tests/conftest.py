@@ -128,6 +128,18 @@ PLAIN_CASES.update({
         "storage": {}, "sources": {}}),
 })
 
+# Issue 12: the published runs. DeepSeek-V3 (DualPipe, no dropout, norms and up-projections
+# recomputed, uneven stages), Llama 3.1 405B (no dropout, v = 8 one-layer chunks), Korthikanti's
+# table without dropout (the attention scores' mask too), and a search that chooses the interleaving.
+PLAIN_CASES.update({
+    "deepseek-v3-dualpipe": (SCENARIOS / "deepseek-v3-h800.yaml", {}),
+    "llama31-405b-interleaved": (SCENARIOS / "llama3.1-405b-h100.yaml", {}),
+    "no-dropout-korthikanti": (SEED_H100, {"model.dropout": False, "memory.flash_attention": False,
+                                           "memory.activation_gb_per_microbatch": None,
+                                           "parallelism.zero_stage": 1}),
+    "search-interleaving": (SEED_H100, {**_FREE, "parallelism.search_interleaving": True}),
+})
+
 # One workbook per catalog accelerator, so every Catalog row is looked up once.
 # The accelerators beyond the seed's GPUs (TPUs, Trainium, Gaudi, the newest NVIDIA and AMD
 # parts) plan a small model: a 1.3B GPT shape on 64 of them (TP 4 inside a TPU host of 4,

@@ -12,7 +12,7 @@ from budget.errors import ScenarioError
 from budget.i18n import fmt, text
 from budget.layout import Space, layout_domains
 from budget.model import build_model
-from support import SEED_H100, plan_of, raw, seed_plan, with_changes
+from support import SCENARIOS, SEED_H100, plan_of, raw, seed_plan, with_changes
 
 UNPINNED = {"parallelism": {}, "sources": {}}
 GPU_DAYS = 3.15e24 / 450e12 / 86400          # the seed's 81,018.5 GPU-days at 450 TFLOPS
@@ -493,3 +493,220 @@ def test_search_tries_ep_for_moe_models_only(catalog):
     assert {lay.ep for lay in Space(96, 96, 1536, 8, {}, domains, 2048).options(512)} == {1}
     dense = plan_of(_seed(**{"hardware.gpu_count": 512}), catalog)
     assert all(c.layout.ep == 1 for c in dense.layout.candidates)
+
+
+# --- the terms today's runs drop: dropout masks, recomputed norms and up-projections ---------
+
+@pytest.mark.parametrize("sp, recompute, flash, rep, split, attn", [
+    # Korthikanti et al. 2022 §4.1: per layer sbh·(34 + 5as/h); of the 34, the attention and MLP
+    # dropout masks are 1 byte each (replicated without SP, split with it); of the 5as²b, the
+    # scores' mask (1) and dropout output (2): without dropout 32 and 2as²b
+    ("no", "none", "no", 8, 24, 2),
+    ("yes", "none", "no", 0, 32, 2),
+    ("no", "selective", "yes", 8, 24, 0),
+    ("yes", "selective", "yes", 0, 32, 0),
+    ("no", "full", "yes", 2, 0, 0),         # full recomputation stores the layer input only
+])
+def test_no_dropout_drops_korthikantis_masks(catalog, sp, recompute, flash, rep, split, attn):
+    changes = {"parallelism.sequence_parallel": sp == "yes", "parallelism.recompute": recompute,
+               "memory.flash_attention": flash == "yes"}
+    with_dropout = seed_plan(catalog, **KORTHIKANTI, **changes)
+    without = seed_plan(catalog, **KORTHIKANTI, **changes, **{"model.dropout": False})
+    assert (without["act_bytes_replicated"], without["act_bytes_split"], without["act_bytes_attention"]) == (
+        rep, split, attn)
+    # the default (dropout) is Korthikanti's table as before
+    masks = 0 if recompute == "full" else 2
+    assert with_dropout["act_bytes_replicated"] + with_dropout["act_bytes_split"] == rep + split + masks
+    assert without["weights_per_gpu_gb"] == with_dropout["weights_per_gpu_gb"]
+
+
+def test_the_seed_is_unchanged_by_the_new_defaults(catalog):
+    plan = seed_plan(catalog)
+    assert plan["act_bytes_dropout"] == 0 and plan["pipeline_weight_copies"] == 1
+    assert plan["act_bytes_norm_outputs_recomputed"] == plan["act_bytes_up_projections_recomputed"] == 0
+    assert plan["memory_per_gpu_gb"] == pytest.approx(89.1, abs=0.05)
+    plain = seed_plan(catalog, **KORTHIKANTI, **{"memory.flash_attention": False})
+    assert (plain["act_bytes_replicated"], plain["act_bytes_split"], plain["act_bytes_attention"]) == (10, 24, 5)
+
+
+def test_recomputed_norms_and_up_projections(catalog):
+    # DeepSeek-V3 §3.2.3. GPT shape without SP: the two norm outputs (the QKV and the first MLP
+    # matmul's inputs, 2 bytes each) leave the replicated 10; Q, K and V (2 each) leave the split 24
+    plain = seed_plan(catalog, **KORTHIKANTI, **{"parallelism.recompute": "selective"})
+    rebuilt = seed_plan(catalog, **KORTHIKANTI, **{"parallelism.recompute": "selective",
+                                                   "memory.recompute_norms_and_up_projections": True})
+    assert (plain["act_bytes_replicated"], plain["act_bytes_split"]) == (10, 24)
+    assert (rebuilt["act_bytes_replicated"], rebuilt["act_bytes_split"]) == (6, 18)
+    # MLA stores its latents instead: DeepSeek-V3's 1,536 + 512 + 64 wide at 2 bytes, h = 7,168;
+    # its Q, K and V are 128 heads × 128 wide (the model's K/V width), 2 bytes each
+    ds = plan_of(_deepseek(), catalog)
+    q = 128 * 128 / 7168
+    assert ds["act_bytes_up_projections_recomputed"] == pytest.approx(6 * q - 2 * (1536 + 512 + 64) / 7168)
+    assert ds["act_bytes_norm_outputs_recomputed"] == 4
+
+
+# --- DualPipe (DeepSeek-V3 §3.2.1), approximated --------------------------------------------
+
+# DeepSeek-V3's pre-training as its report lays it out (DeepSeek-AI 2024, arXiv 2412.19437 v2, §3.1,
+# §3.2, §3.3.3, §4.2; ISCA'25 Table 4 for the MFU): PP 16 × EP 64 × ZeRO-1 on 2,048 H800, no TP,
+# DualPipe, 14 bytes per parameter, norms and MLA up-projections recomputed, no dropout.
+DEEPSEEK_V3 = {
+    "name": "DeepSeek-V3", "model": {"preset": "deepseek-v3", "seq_len": 4096, "dropout": False},
+    "data": {"train_tokens": "14.8T", "global_batch_sequences": 15360},
+    "hardware": {"accelerator": "nvidia_h800_sxm", "gpu_count": 2048, "mfu": 0.3894,
+                 "flops_basis": "with_attention"},
+    "parallelism": {"tp": 1, "pp": 16, "ep": 64, "cp": 1, "zero_stage": 1, "recompute": "selective",
+                    "sequence_parallel": False, "micro_batch_size": 1, "pipeline_schedule": "dualpipe"},
+    "memory": {"weight_bytes_per_param": 2, "grad_bytes_per_param": 4, "optimizer_bytes_per_param": 8,
+               "recompute_norms_and_up_projections": True},
+    "prices": {"per_gpu_hour": 2.0}}
+
+
+def _deepseek(**changes):
+    return with_changes(DEEPSEEK_V3, changes)
+
+
+def test_dualpipe_bubble_memory_and_copies(catalog):
+    # Table 2: bubble (PP/2 − 1)(F&B + B − 3W), parameters 2×, activations PP + 1 (1F1B: PP).
+    # With F&B = F + B, B = 2F, W = B/2: (PP − 2)/(3m) of the ideal step. DeepSeek-V3: PP 16,
+    # 15,360 / DP 128 = 120 micro-batches of one sequence: 14/360 = 3.9%.
+    dual = plan_of(_deepseek(), catalog)
+    one = plan_of(_deepseek(**{"parallelism.pipeline_schedule": "1f1b"}), catalog)
+    assert dual["microbatches_per_step"] == 120
+    assert dual["bubble_fraction"] == pytest.approx(14 / 360)
+    assert one["bubble_fraction"] == pytest.approx(15 / 120)
+    assert (dual["microbatches_in_flight"], one["microbatches_in_flight"]) == (17, 16)
+    assert dual["pipeline_weight_copies"] == 2
+    for states in ("weights_per_gpu_gb", "gradients_per_gpu_gb", "optimizer_per_gpu_gb"):
+        assert dual[states] == pytest.approx(2 * one[states] * 4 / (61 / 16))
+    # DualPipe allows stages of uneven depth (61 layers, the MTP module, the embedding and the
+    # head on 16 ranks; 4 MoE layers per chunk in DeepSeek's profile): the largest holds 4 layers
+    assert dual["largest_stage_factor"] == pytest.approx(4 * 16 / 61)
+    assert "check_pp_divides_layers" not in dual.failing_checks
+    assert "check_pp_divides_layers" in one.failing_checks
+
+
+def test_dualpipe_needs_even_stages_and_micro_batches(catalog):
+    # §3.2.1: DualPipe "only requires that the pipeline stages and micro-batches be divisible by 2"
+    odd = plan_of(_deepseek(**{"data.global_batch_sequences": 128 * 15}), catalog)   # m = 15
+    assert "check_dualpipe" in odd.failing_checks
+    assert "check_dualpipe" not in plan_of(_deepseek(), catalog).failing_checks
+    assert seed_plan(catalog)["check_dualpipe"] == 0       # 1F1B: no condition
+
+
+# --- the published runs as scenarios ----------------------------------------------------------
+
+def _llama_scenario(**changes):
+    return with_changes(raw(SCENARIOS / "llama3.1-405b-h100.yaml"), changes)
+
+
+def test_llama31_405b_scenario_against_its_paper(catalog):
+    plan = plan_of(_llama_scenario(), catalog)
+    # §1: 3.8e25 FLOPs = 6 × 405B × 15.6T
+    assert plan["train_flops"] == pytest.approx(3.8e25, rel=0.01)
+    # the model card's 30.84M H100 GPU-hours count the whole 405B training (both GPU counts, the
+    # long-context stage, annealing, restarts): this one 41%-MFU stage is 26.0M of it, loosely
+    assert plan["gpu_hours"] == pytest.approx(3.8e25 / (989e12 * 0.41 * 3600), rel=0.01)
+    assert 0.75 < plan["gpu_hours"] / 30.84e6 < 0.95
+    assert plan.fits and plan.failing_checks == []
+
+
+def test_llama31_405b_table4_layouts(catalog):
+    """Llama 3 Table 4 at 8K tokens, TP 8 × PP 16, no recomputation, v = 8 one-layer chunks.
+    Per layer and token, split over TP 8 with SP: the two RMSNorm inputs (4), Q (2) and the
+    GQA K and V (2 × 2 × 8 × 128 / 16,384), the projection and first MLP inputs (2 + 2), and three
+    SwiGLU tensors 53,248 wide (3 × 2 × 3.25): 31.75 bytes (33.75 with dropout masks)."""
+    row2 = plan_of(_llama_scenario(), catalog)
+    assert row2["act_bytes_split"] == pytest.approx(31.75)
+    sbh = 8192 * 16384
+    layer = sbh * 31.75 / 8 / 1e9                             # 0.533 GB per layer and micro-batch
+    # 16,384 GPUs, DP 128: 16 micro-batches, all in flight; the largest stage holds 8 layers
+    assert row2["microbatches_in_flight"] == 16
+    assert row2["activations_per_gpu_gb"] == pytest.approx(16 * 8 * layer)
+    states = 405e9 / 126 * 128 / 16 / 8 * (2 + (2 + 12) / 128) / 1e9   # weights kept, the rest /DP
+    assert row2["memory_per_gpu_gb"] == pytest.approx(16 * 8 * layer + states)
+    assert row2["memory_per_gpu_gb"] == pytest.approx(75.0, abs=0.1)
+    # ... 75.0 GB of the 85.52 GB the H100 has (0.9 of it, 77.0 GB, usable): judged to fit
+    assert row2.fits and row2["usable_hbm_gb"] == pytest.approx(0.9 * 85.52, abs=0.1)
+    # 8,192 GPUs, DP 64: 32 micro-batches, 16 + 15/8 in flight (Korthikanti §4.2.3): 83.3 GB,
+    # which no published term brings under the usable 77 GB (see the report of issue 12)
+    row1 = plan_of(_llama_scenario(**{"hardware.gpu_count": 8192}), catalog)
+    assert row1["dp_size"] == 64 and row1["microbatches_per_step"] == 32
+    assert row1["microbatches_in_flight"] == pytest.approx(16 + 15 / 8)
+    assert row1["memory_per_gpu_gb"] == pytest.approx(83.3, abs=0.1)
+    assert not row1.fits
+
+
+# --- the search tries interleaving when asked (parallelism.search_interleaving) ---------------
+
+def test_interleaving_degrees_the_layers_allow():
+    domains = layout_domains(build_model())
+    # GPT-3's 96 layers split into p·v chunks for every degree tried
+    assert Space(96, 96, 1536, 8, {}, domains, 2048).interleavings() == [1, 2, 3, 4, 6, 8]
+    # Llama 3 405B with one layer fewer on the first and last stage: 128 slots, powers of two
+    llama = Space(128, 126, 2048, 8, {}, domains, 8192, extra_layers=2)
+    assert llama.interleavings() == [1, 2, 4, 8]
+    # PP pinned to 16 on 126 + 2 layers: 16·v must divide 128
+    assert Space(128, 126, 2048, 8, {"pp_size": 16}, domains, 8192, extra_layers=2).interleavings() == [1, 2, 4, 8]
+
+
+def test_search_chooses_the_interleaving(catalog):
+    free = _computed_efficiency(**{"hardware.gpu_count": 512})
+    plain = plan_of(free, catalog)
+    searched = plan_of(with_changes(free, {"parallelism.search_interleaving": True}), catalog)
+    assert plain.values["virtual_pipeline_stages"] == 1          # not asked: as before
+    v = searched.values["virtual_pipeline_stages"]
+    assert v in (1, 2, 3, 4, 6, 8)
+    assert "layout search" in searched.inputs["virtual_pipeline_stages"].source
+    # the best over every degree: never slower than without interleaving
+    assert searched.train_days <= plain.train_days + 1e-9
+    assert searched.layout.evaluations > plain.layout.evaluations
+    # the chosen degree splits the layers and the micro-batches (Narayanan et al. 2021 §2.2.2)
+    assert searched["check_interleaving"] == 0 and searched.fits
+
+
+def test_search_interleaving_with_a_pinned_degree_is_an_error(catalog):
+    with pytest.raises(ScenarioError) as err:
+        plan_of(_seed(**{"parallelism.search_interleaving": True, "parallelism.pp": 8,
+                         "parallelism.virtual_pipeline_stages": 2}), catalog)
+    assert err.value.problems[0].path == "parallelism.search_interleaving"
+
+
+def test_llama405_search_with_interleaving_is_fast(catalog):
+    # issue 12: the search for 405B on 16,384 GPUs stays under a second (bench/bench_search.py)
+    import time
+    data = {"name": "405B", "model": {"preset": "llama3-405b", "dropout": False},
+            "data": {"train_tokens": "15.6T"},
+            "hardware": {"accelerator": "nvidia_h100_sxm", "gpu_count": 16384},
+            "parallelism": {"search_interleaving": True, "first_last_stage_layers_fewer": True},
+            "prices": {"per_gpu_hour": 2.0}}
+    plan_of(data, catalog)
+    start = time.perf_counter()
+    plan = plan_of(data, catalog)
+    assert time.perf_counter() - start < 2.0       # 0.15 s on 2 cores; slack for a loaded machine
+    assert plan.values["virtual_pipeline_stages"] in (1, 2, 4, 8) and plan.fits
+
+
+def test_deepseek_v3_scenario_against_its_report(catalog):
+    """scenarios/deepseek-v3-h800.yaml: the layout of §3.2 fits with the report's own measures
+    (no dropout, norms and MLA up-projections recomputed §3.2.3, linear inputs cached in FP8
+    §3.3.3); without the FP8 caching, or without the recomputation, it would not."""
+    data = raw(SCENARIOS / "deepseek-v3-h800.yaml")
+    plan = plan_of(data, catalog, "deepseek-v3-h800")
+    assert plan.fits and plan.failing_checks == []
+    assert plan["dp_size"] == 128 and plan["ep_size"] == 64 and plan["tp_size"] == 1
+    # ISCA'25 Table 2: 250 GFLOP per token at 4K, causal attention counted (the MTP module not)
+    assert plan["model_flops_per_token"] == pytest.approx(250e9, rel=0.02)
+    # §1 Table 1: 2,664K H800 GPU-hours of pre-training, at the measured 38.94% MFU (BF16 peak)
+    assert plan["gpu_hours"] == pytest.approx(2.664e6, rel=0.02)
+    # §1: "3.7 days per trillion tokens on our cluster with 2048 H800 GPUs"
+    assert plan.train_days == pytest.approx(14.8 * 3.7, rel=0.03)
+    # Model states per GPU: no published figure. Derived in issue12_data §2.1 (not published):
+    # rank i holds stages i and 15 − i; 17.4B non-expert parameters at 6 bytes (BF16 weights and
+    # FP32 gradients) + 8/128 (ZeRO-1), 1.30B of experts at 6 + 8/2 bytes: about 26 GB. The
+    # planner's largest stage holds 4 of the 61 layers (× 64/61) and leaves the MTP module out.
+    states = plan["weights_per_gpu_gb"] + plan["gradients_per_gpu_gb"] + plan["optimizer_per_gpu_gb"]
+    assert states == pytest.approx(26, rel=0.06)
+    for change in ({"hardware.precision": "bf16", "hardware.mfu_peak": "bf16"},
+                   {"memory.recompute_norms_and_up_projections": False}):
+        assert not plan_of(with_changes(data, change), catalog).fits
