@@ -162,7 +162,7 @@ class Binder:
 def bind(model: Model, s: Scenario, catalog: Catalog, scenario_file: str = "scenario") -> dict[str, InputValue]:
     """Every assumption input of `model` (not the search's outputs or workbook structure)."""
     b = Binder(s, catalog, scenario_file)
-    special = {**_shape(b, model), **_utilisation(b), **_precision(b), **_staffing(b), **_gpu_price(b),
+    special = {**_shape(b, model), **_utilisation(b), **_precision(b), **_staffing(b), **_stages(b), **_gpu_price(b),
                **_catalog_defaults(b)}
     out: dict[str, InputValue] = {}
     for d in model.inputs.values():
@@ -407,6 +407,24 @@ def _staffing(b: Binder) -> dict[str, InputValue]:
     }
 
 
+# Stage table column -> the Stage field it holds.
+STAGE_FIELDS = {"stage_name": "name", "stage_tokens": "tokens", "stage_gpu_count": "gpu_count",
+                "stage_seq_len": "seq_len", "stage_batch_sequences": "global_batch_sequences",
+                "stage_mfu": "mfu", "stage_tp": "tp", "stage_pp": "pp", "stage_cp": "cp"}
+
+
+def _stages(b: Binder) -> dict[str, InputValue]:
+    """The stages table: one row per stage, a blank cell where the stage keeps the plan's value."""
+    stages = b.s.stages
+    src = b.source_of("stages") if stages else b.text("no_stages")
+
+    def cell(value):
+        return value if value is None or isinstance(value, str) else float(value)
+
+    return {name: InputValue(tuple(cell(getattr(st, field)) for st in stages), src)
+            for name, field in STAGE_FIELDS.items()}
+
+
 # --- the inverse ------------------------------------------------------------------------
 
 def set_path(data: dict, path: str, value) -> None:
@@ -470,4 +488,14 @@ def unbind(model: Model, values: Mapping[str, object]) -> dict:
             row["months"] = _number(months)
         roles.append(row)
     data["staffing"] = roles
+    stages = []
+    for row in zip(*(values.get(n, ()) for n in STAGE_FIELDS)):
+        cells = dict(zip(STAGE_FIELDS.values(), row))
+        if cells["tokens"] in (None, "", 0):
+            continue
+        stage = {"name": str(cells.pop("name") or text("plan.bind.unnamed_stage", model.lang))}
+        stage.update({k: _number(v) for k, v in cells.items() if v not in (None, "")})
+        stages.append(stage)
+    if stages:
+        data["stages"] = stages
     return data

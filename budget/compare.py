@@ -14,7 +14,7 @@ from openpyxl.styles import Alignment, Font
 from openpyxl.utils import get_column_letter
 
 from .formula import Text
-from .grid import Variant, grid_rows, write_grid
+from .grid import Variant, grid_rows, row_def, row_label, stage_count, write_grid
 
 
 def put_text(cell, text):
@@ -71,7 +71,7 @@ def write_compare(w, ws, base, options) -> None:
     rec_row = p90_row + 2
     grid_top = rec_row + 6
     staff_blocks = _staff_blocks(model, base, options, variants)
-    rows = grid_rows(model)
+    rows = grid_rows(model, stage_count(variants))
     block_top = grid_top + len(rows) + 3
     variants = _with_staff_ranges(variants, staff_blocks, block_top)
     row_of = write_grid(w, ws, grid_top, FIRST_COL, variants, model,
@@ -104,8 +104,8 @@ def write_compare(w, ws, base, options) -> None:
 
 
 def _row_label(w, ws, r: int, name: str, model) -> None:
-    d = model.inputs.get(name) or model.items[name]
-    put_text(ws.cell(r, 1), d.label)
+    d = row_def(model, name)
+    put_text(ws.cell(r, 1), row_label(w, model, name))
     w.unit_cell(ws, r, 2, d.unit)
     put_text(ws.cell(r, 3), name)
     ws.cell(r, 3).font = Font(color="7F7F7F")

@@ -269,6 +269,69 @@ class Blanks(Expr):
         return f"_blanks({self.range.python()})"
 
 
+@dataclass(frozen=True, eq=False)
+class At(Expr):
+    """Row k of a table column (a range input, or a row item) inside a row item's formula.
+    The workbook writes one formula per row and resolves `name@k` to that row's cell; Python
+    reads the k-th value (None for a blank cell, as ISNUMBER sees it)."""
+    name: str
+
+    def _collect(self, out): out.add(self.name)
+
+    def excel(self, resolve=str):
+        return resolve(f"{self.name}@row")
+
+    def python(self):
+        return f"_at(v[{self.name!r}], _k)"
+
+
+@dataclass(frozen=True, eq=False)
+class UpTo(Expr):
+    """A row item's rows from the first to this one (a running total's range)."""
+    name: str
+
+    def _collect(self, out): out.add(self.name)
+
+    def excel(self, resolve=str):
+        return resolve(f"{self.name}@upto")
+
+    def python(self):
+        return f"v[{self.name!r}][:_k + 1]"
+
+
+@dataclass(frozen=True, eq=False)
+class PerRow(Expr):
+    """A row item: `expr` evaluated once per row of the table whose column `rows` is, each
+    row's formula its own cell (the workbook's Stages sheet); a tuple in Python."""
+    expr: Expr
+    rows: str
+
+    def _collect(self, out):
+        self.expr._collect(out)
+        out.add(self.rows)
+
+    def excel(self, resolve=str):
+        return self.expr.excel(resolve)
+
+    def python(self):
+        return f"tuple(({self.expr.python()}) for _k in range(len(v[{self.rows!r}])))"  # i18n: not text
+
+
+def substitute(expr: Expr, swap: Callable[[str], Expr | None]) -> Expr:
+    """`expr` with every Ref for which `swap(name)` gives an expression replaced by it."""
+    if isinstance(expr, Ref):
+        return swap(expr.name) or expr
+    if isinstance(expr, Bin):
+        return Bin(expr.op, substitute(expr.left, swap), substitute(expr.right, swap))
+    if isinstance(expr, Call):
+        return Call(expr.fn, tuple(substitute(a, swap) for a in expr.args))
+    if isinstance(expr, Lookup):
+        return Lookup(expr.table, expr.column, substitute(expr.key, swap))
+    if isinstance(expr, Blanks):
+        return Blanks(substitute(expr.range, swap))
+    return expr
+
+
 # --- Python runtime with spreadsheet semantics --------------------------------------------
 
 _E48 = 2.0 ** -48  # rtl::math::approxEqual, which LibreOffice's comparisons use
@@ -322,7 +385,7 @@ def _flat(xs):
     """Arguments with ranges (tuples) spread out; blank cells skipped, as MIN/MAX/SUM do."""
     for x in xs:
         if isinstance(x, tuple):
-            yield from (y for y in x if y is not None)
+            yield from (y for y in x if y is not None and y != "")
         else:
             yield x
 
@@ -363,6 +426,9 @@ def _not(x): return not x
 def _sumproduct(*cols):
     # Blank cells (None) count as 0, as in a spreadsheet.
     return float(sum(math.prod(x or 0.0 for x in row) for row in zip(*cols)))
+
+
+def _at(col, k): return col[k] if k < len(col) else None
 
 
 def _blanks(col): return tuple(1.0 if x is None else 0.0 for x in col)

@@ -33,10 +33,48 @@ class Variant:
                                          # (global names), e.g. what one input does not affect
 
 
-def grid_rows(model: Model) -> list[str]:
-    """The names a grid column renders: the single-cell inputs, then every line item."""
+def grid_rows(model: Model, stages: int = 0) -> list[str]:
+    """The names a grid column renders: the single-cell inputs, every line item, then each row
+    item (the Stages sheet's figures) once per stage as `name#k`, so that a column's totals add
+    up its own stages."""
     inputs = [d.name for d in model.inputs.values() if not d.is_range and d.kind != "structure"]
-    return inputs + list(model.items)
+    items = [name for name, item in model.items.items() if item.kind != "rows"]
+    return inputs + items + [f"{item.name}#{k}" for item in model.row_items() for k in range(stages)]
+
+
+def row_def(model: Model, name: str):
+    """The input or item a grid row shows (a stage's row: the row item it is a row of)."""
+    base = name.partition("#")[0]
+    return model.inputs.get(base) or model.items[base]
+
+
+def row_label(w, model: Model, name: str) -> str:
+    base, _, k = name.partition("#")
+    label = row_def(model, name).label
+    return w.m("workbook.grid.stage_row", label=label, stage=int(k) + 1) if k else label
+
+
+def stage_count(variants: list[Variant]) -> int:
+    return len(variants[0].values.get("stage_tokens", ())) if variants else 0
+
+
+def _stage_resolver(local: dict[str, str], row_of: dict[str, int], letter: str, stages: int, k: int | None):
+    """Names in a column's formulas: the column's cells; a row item's whole range is its rows
+    of this column; in stage k's rows, `name@row` is stage k's cell (or row of the stages
+    table), `name@upto` its rows from the first stage."""
+    def resolve(name: str) -> str:
+        base, _, how = name.partition("@")
+        if how == "row":
+            return local.get(f"{base}#{k}", f"INDEX({base},{k + 1})")
+        if how == "upto":
+            if f"{base}#0" in local:
+                return f"{letter}{row_of[base + '#0']}:{letter}{row_of[f'{base}#{k}']}"
+            return f"INDEX({base},1):INDEX({base},{k + 1})"
+        if f"{name}#0" in local and stages:
+            return f"{letter}{row_of[name + '#0']}:{letter}{row_of[f'{name}#{stages - 1}']}"
+        return local.get(name, name)
+
+    return resolve
 
 
 def write_grid(w, ws, top: int, first_col: int, variants: list[Variant], model: Model,
@@ -48,21 +86,26 @@ def write_grid(w, ws, top: int, first_col: int, variants: list[Variant], model: 
     """
     from .workbook import number_format
 
-    rows = grid_rows(model)
+    stages = stage_count(variants)
+    rows = grid_rows(model, stages)
     row_of = {name: top + n for n, name in enumerate(rows)}
     for j, variant in enumerate(variants):
         col = first_col + j
         letter = get_column_letter(col)
-        shown = rows if variant.only is None else [n for n in rows if n in variant.only]
+        shown = rows if variant.only is None else [n for n in rows if n.partition("#")[0] in variant.only]
         local = {name: f"{letter}{row_of[name]}" for name in shown}
         local.update(variant.ranges)
-
-        def resolve(name: str, local=local) -> str:
-            return local.get(name, name)
+        resolve = _stage_resolver(local, row_of, letter, stages, None)
 
         for name in shown:
             r = row_of[name]
             value = variant.values.get(name)
+            base, _, k = name.partition("#")
+            if k:                              # stage k's row of a row item
+                item = model.items[base]
+                cell = w.formula(ws, r, col, item.expr.excel(_stage_resolver(local, row_of, letter, stages, int(k))),
+                                 variant.values[base][int(k)], number_format(item.unit))
+                continue
             if name in model.inputs:
                 d = model.inputs[name]
                 fmt = number_format(d.unit, d.kind)

@@ -189,6 +189,9 @@ def read_inputs(book: _Book, model: Model) -> dict[str, object]:
         if d.kind.startswith("generated") and book.where(d.name) is None:
             values[d.name] = None
             continue
+        if d.is_range and book.where(d.name) is None:     # a book from before the table
+            values[d.name] = ()
+            continue
         cells = book.cells(d.name)
         if d.is_range:
             values[d.name] = tuple(_cell_value(book, d, w, v) for w, v in cells)
@@ -394,12 +397,15 @@ def _sources(book: _Book, model: Model) -> dict[str, str]:
         cited = _cited(ws.cell(ws[ref].row, 4).value, d.path, book.lang)
         if cited is not None:
             out[d.path] = cited
-    first_role = book.cells("staff_role")[0][0].split("!")
-    ws = book.wb[first_role[0]]
-    cell = ws[first_role[1]]
-    cited = _cited(ws.cell(cell.row, cell.column + 4).value, "staffing", book.lang)
-    if cited is not None:
-        out["staffing"] = cited
+    # the staffing table's Source column is right of it; the stages table's is on its title row
+    for path, first, (down, right) in (("staffing", "staff_role", (0, 4)), ("stages", "stage_name", (-2, 3))):
+        if book.where(first) is None:
+            continue
+        sheet, ref = book.cells(first)[0][0].split("!")
+        ws = book.wb[sheet]
+        cited = _cited(ws.cell(ws[ref].row + down, ws[ref].column + right).value, path, book.lang)
+        if cited is not None:
+            out[path] = cited
     return out
 
 

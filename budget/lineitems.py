@@ -77,7 +77,7 @@ class Item:
     section: str
     note: str = ""
     fix: str = ""          # for checks and warnings: what to change when it fails
-    kind: str = "item"     # item | check (blocks approval) | warning (shown, does not block)
+    kind: str = "item"     # item | check (blocks approval) | warning (shown, does not block) | rows
     detail: Expr | None = None   # checks and warnings: the failure in words, live over the cells
 
     def __post_init__(self):
@@ -163,7 +163,11 @@ class Model:
         return [i for i in self.items.values() if i.kind == "warning"]
 
     def sheet_items(self, sheet: str) -> list[Item]:
-        return [i for i in self.items.values() if i.sheet == sheet]
+        return [i for i in self.items.values() if i.sheet == sheet and i.kind != "rows"]
+
+    def row_items(self) -> list[Item]:
+        """The items evaluated row by row (the Stages sheet's columns of figures)."""
+        return [i for i in self.items.values() if i.kind == "rows"]
 
 
 class ModelBuilder:
@@ -227,6 +231,16 @@ class ModelBuilder:
         label = self.texts(f"items.{name}.label")
         note = self.texts.get(f"items.{name}.note")
         self.model.items[name] = Item(name, label, unit, expr, self._sheet, self._section, note, **kw)
+        return Ref(name)
+
+    def row_item(self, name: str, unit: str, expr: Expr, label: str | None = None, note: str = "") -> Ref:
+        """A row item (a PerRow expression, one value per row of a table). `label` and `note`
+        are those of the model item or input it re-evaluates row by row, else its own messages."""
+        self._claim(name)
+        self._known(name, expr)
+        if label is None:
+            label, note = self.texts(f"items.{name}.label"), self.texts.get(f"items.{name}.note")
+        self.model.items[name] = Item(name, label, unit, expr, self._sheet, self._section, note, kind="rows")
         return Ref(name)
 
     def check(self, name: str, ok: Expr, detail=None, kind: str = "check") -> Ref:

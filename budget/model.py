@@ -15,7 +15,7 @@ from functools import lru_cache
 from .formula import (ABS, AND, COLUMNS, COUNTA, EXP, IF, ISERROR, ISNUMBER, MIN, MOD, NOT, OR, ROUND,
                       ROUNDUP, SQRT, SUM, SUMPRODUCT, Blanks, Lookup, Ref)
 from .formula import DATE, LN, MAX, MONTH, YEAR
-from .formula import Expr, lift
+from .formula import At, Expr, PerRow, UpTo, lift, substitute
 from .i18n import DEFAULT_LANG, Messages, text
 from .lineitems import Model, ModelBuilder
 
@@ -35,6 +35,17 @@ ACTIVATIONS = ("gelu", "swiglu")
 POSITIONS = ("learned", "rotary")
 FLOPS_BASES = ("six_nd", "with_attention")
 PIPELINE_SCHEDULES = ("1f1b", "dualpipe")
+# A stage of a multi-stage run (issue 12) is the model evaluated with the stage's own values of
+# these inputs (blank: the plan's): plan input -> the stage table's column.
+STAGE_VALUES = {"seq_len": "stage_seq_len", "gpu_count": "stage_gpu_count",
+                "global_batch_sequences": "stage_batch_sequences",
+                "tp_size": "stage_tp", "pp_size": "stage_pp", "cp_size": "stage_cp"}
+# The model's figures and checks each stage shows, re-evaluated with its values.
+STAGE_FIGURES = ("dp_size", "microbatches_per_step", "model_flops_per_token", "effective_mfu",
+                 "memory_per_gpu_gb")
+STAGE_CHECKS = ("check_layout_divides", "check_tp_divides_heads", "check_pp_divides_layers",
+                "check_interleaving", "check_ep_divides", "check_batch_divides", "check_memory_fits",
+                "check_mfu_plausible")
 COMPUTE_PRECISIONS = ("bf16", "fp8", "fp4")     # the catalog's peak_<precision>_tflops columns
 MFU_PEAKS = ("bf16", "compute")
 CHECKPOINT_FORMATS = ("full", "no_fp32_master", "weights_only")
@@ -415,6 +426,19 @@ def _inputs(b: ModelBuilder) -> _Inputs:
                     label, b.text(f"uncertain.input.{end}")),
                 cite=b.text(f"uncertain.input.cite_{spread}").format(figure, cite))
 
+    b.input_section("stages")
+    add("stage_name", "text", kind="range_text", path="stages[].name", codec="text")
+    add("stage_tokens", "tokens", kind="range", minimum=0, path="stages[].tokens", codec="count")
+    add("stage_gpu_count", "GPUs", kind="range", minimum=1, optional=True, path="stages[].gpu_count")
+    add("stage_seq_len", "tokens", kind="range", minimum=1, optional=True, path="stages[].seq_len")
+    add("stage_batch_sequences", "sequences", kind="range", minimum=1, optional=True,
+        path="stages[].global_batch_sequences")
+    add("stage_mfu", "fraction", kind="range", minimum=0, maximum=1, positive=True, optional=True,
+        path="stages[].mfu")
+    add("stage_tp", "GPUs", kind="range", minimum=1, optional=True, path="stages[].tp")
+    add("stage_pp", "stages", kind="range", minimum=1, optional=True, path="stages[].pp")
+    add("stage_cp", "GPUs", kind="range", minimum=1, optional=True, path="stages[].cp")
+
     b.input_section("staffing")
     add("staff_currency", "ISO 4217 code", kind="text", codec="text")
     add("staff_role", "text", kind="range_text", path="staffing[].role", codec="text")
@@ -449,6 +473,7 @@ def _inputs(b: ModelBuilder) -> _Inputs:
     # growable tables (a check fails when anything is typed there) and the Timeline's week grid.
     b.input_section("workbook_structure")
     add("staff_rows_below", "cells", kind="structure")
+    add("stage_rows_below", "cells", kind="structure")
     add("catalog_rows_below", "cells", kind="structure")
     add("timeline_week_cells", "cells", kind="structure")
     add("cashflow_month_cells", "cells", kind="structure")
@@ -494,7 +519,8 @@ def _accelerator(b: ModelBuilder, i: _Inputs) -> None:
 
     b.section("batch")
     batch_tokens = b.item("global_batch_tokens", "tokens", i.global_batch_sequences * i.seq_len)
-    b.item("train_steps", "steps", i.train_tokens / batch_tokens)
+    staged = _stage_values(b, i)
+    b.item("train_steps", "steps", IF(staged, SUM(Ref("stage_train_steps")), i.train_tokens / batch_tokens))
     b.item("tokens_per_param", "tokens/parameter", i.train_tokens / Ref("model_params"))
 
 
@@ -585,6 +611,68 @@ def _utilisation(b: ModelBuilder, i: _Inputs) -> None:
               IF(ISNUMBER(i.hfu), r("mfu_from_hfu") * typed,
                  IF(ISNUMBER(i.effective_tflops_given), i.effective_tflops_given / r("peak_tflops"),
                     _acc("typical_mfu") * bf16_share))))
+
+
+def _per_row(expr) -> Expr:
+    """A stage row's figure: blank on the table's spare rows (no tokens)."""
+    return PerRow(IF(ISNUMBER(At("stage_tokens")), expr, ""), "stage_tokens")
+
+
+def _stage_values(b: ModelBuilder, i: _Inputs) -> Expr:
+    """Each stage's own value of the inputs a stage may set, the plan's where it leaves one
+    blank, and its optimizer steps. Returns the condition 'the run has stages'."""
+    for name, column in STAGE_VALUES.items():
+        d = b.model.inputs[name]
+        b.row_item(f"{column}_used", d.unit, _per_row(IF(ISNUMBER(At(column)), At(column), i[name])),
+                   label=d.label)
+    # The training tokens stay the run's one figure: each stage trains its share of them (all of
+    # its tokens when the stages add up, as check_stage_tokens holds), so a what-if on the
+    # training tokens (the Sensitivity sheet) moves every stage in proportion.
+    b.row_item("stage_tokens_used", "tokens",
+               _per_row(At("stage_tokens") * i.train_tokens / SUM(i.stage_tokens)))
+    b.row_item("stage_train_steps", "steps",
+               _per_row(At("stage_tokens_used") / (At("stage_batch_sequences_used") * At("stage_seq_len_used"))))
+    return b.item("stages_given", "stages", COUNTA(i.stage_tokens)) > 0
+
+
+def _stage_rows(b: ModelBuilder, targets) -> None:
+    """The model's own items `targets`, and the items they need that a stage's values change,
+    re-evaluated row by row with each stage's values: stage_<item>, the same formula with the
+    stage's cells in place of the plan's. One definition: a stage is the plan at its values."""
+    model = b.model
+    swap = {name: f"{column}_used" for name, column in STAGE_VALUES.items()}
+    needed = model.closure(targets)
+    rowed = {n.removeprefix("stage_") for n, it in model.items.items() if it.kind == "rows"}
+
+    def to_row(name: str):
+        if name in swap:
+            return At(swap[name])
+        return At(f"stage_{name}") if name in rowed else None
+
+    for name in model.affected_by(set(swap)):
+        if name not in needed or name in rowed:
+            continue
+        item = model.items[name]
+        b.row_item(f"stage_{name}", item.unit, _per_row(substitute(item.expr, to_row)),
+                   label=item.label, note=item.note)
+        rowed.add(name)
+
+
+def _stage_figures(b: ModelBuilder, i: _Inputs) -> Expr:
+    """Each stage's FLOPs, utilisation, GPU-hours and days; the condition 'the run has stages'.
+    A stage's typed MFU is all-in, as Llama 3's Table 4 gives one per configuration; blank, the
+    stage's utilisation is the plan's efficiency model at the stage's layout."""
+    _stage_rows(b, STAGE_FIGURES)
+    b.row_item("stage_train_flops", "FLOP", _per_row(At("stage_tokens_used") * At("stage_model_flops_per_token")))
+    b.row_item("stage_mfu_used", "fraction",
+               _per_row(IF(ISNUMBER(At("stage_mfu")), At("stage_mfu"), At("stage_effective_mfu"))))
+    b.row_item("stage_gpu_hours", "GPU-h",
+               _per_row(At("stage_train_flops") / (Ref("peak_tflops") * At("stage_mfu_used") * i.flops_per_tflop)
+                        / 3600))
+    b.row_item("stage_train_days", "days", _per_row(At("stage_gpu_hours") / At("stage_gpu_count_used") / 24))
+    b.row_item("stage_idle_gpu_hours", "GPU-h",
+               _per_row((i.gpu_count - At("stage_gpu_count_used")) * At("stage_train_days") * 24))
+    return Ref("stages_given") > 0
 
 
 def _layout(b: ModelBuilder, i: _Inputs) -> None:
@@ -793,14 +881,17 @@ def _efficiency(b: ModelBuilder, i: _Inputs) -> None:
 
 def _compute(b: ModelBuilder, i: _Inputs) -> None:
     r = Ref
+    staged = _stage_figures(b, i)
     b.sheet("Compute", "training_compute")
-    flops = b.item("train_flops", "FLOP", Ref("model_flops_per_token") * i.train_tokens)
+    flops = b.item("train_flops", "FLOP",
+                   IF(staged, SUM(r("stage_train_flops")), Ref("model_flops_per_token") * i.train_tokens))
     eff = b.item("effective_tflops", "TFLOPS", r("peak_tflops") * r("effective_mfu"))
     b.item("cluster_pflops", "PFLOPS", eff * i.gpu_count / 1000)
-    gpu_s = b.item("gpu_seconds", "GPU-s", flops / (eff * i.flops_per_tflop))
+    gpu_s = b.item("gpu_seconds", "GPU-s",
+                   IF(staged, SUM(r("stage_gpu_hours")) * 3600, flops / (eff * i.flops_per_tflop)))
     gpu_h = b.item("gpu_hours", "GPU-h", gpu_s / 3600)
     gpu_d = b.item("gpu_days", "GPU-days", gpu_h / 24)
-    b.item("train_days", "days", gpu_d / i.gpu_count)
+    b.item("train_days", "days", IF(staged, SUM(r("stage_train_days")), gpu_d / i.gpu_count))
     b.item("deadline_gpus", "GPUs", IF(ISNUMBER(i.deadline_days), ROUNDUP(gpu_d / i.deadline_days, 0), 0))
 
 
@@ -897,6 +988,11 @@ def _timeline(b: ModelBuilder, i: _Inputs) -> None:
     for key, days in phases:   # items <key>_start and <key>_end
         start = b.item(f"{key}_start", "date", previous)
         previous = b.item(f"{key}_end", "date", start + days)
+    # Each stage's dates: its share of the stretched training days, after queue, setup and transfer
+    stretch = r("stretched_training_days") / r("train_days")
+    begin = r("training_start") + i.queue_days + i.setup_days + r("transfer_days")
+    b.row_item("stage_end", "date", _per_row(begin + SUM(UpTo("stage_train_days")) * stretch))
+    b.row_item("stage_start", "date", _per_row(At("stage_end") - At("stage_train_days") * stretch))
     b.section("project")
     b.item("project_end", "date", previous)
     days = b.item("project_days", "days", previous - i.start_date)
@@ -1144,14 +1240,25 @@ def _checks(b: ModelBuilder, i: _Inputs) -> None:
                                             ISNUMBER(r("project_end")), ISNUMBER(i.gpu_count)),
             detail=sentence(b, "check_outputs_computable"))
 
+    b.section("stages")
+    _stage_rows(b, STAGE_CHECKS)
+    failing = b.item("stage_checks_failing", "checks", SUM(*(r(f"stage_{c}") for c in STAGE_CHECKS)))
+    b.check("check_stages", failing.eq(0), detail=sentence(b, "check_stages", failing))
+    staged = r("stages_given") > 0
+    b.check("check_stage_tokens", OR(NOT(staged), SUM(i.stage_tokens).eq(i.train_tokens)),
+            detail=sentence(b, "check_stage_tokens", SUM(i.stage_tokens), i.train_tokens))
+    b.check("check_stage_gpus", MAX(r("stage_gpu_count_used")) <= i.gpu_count,
+            detail=sentence(b, "check_stage_gpus", MAX(r("stage_gpu_count_used")), i.gpu_count))
+
     b.section("as_generated")
     changed = SUM(*(IF(r(n).eq(r(f"gen_{n}")), 0, 1) for n in (*SEARCH_INPUTS, *SEARCH_ITEMS)))
     b.item("search_inputs_changed", "inputs", changed)
     b.check("check_search_inputs_unchanged",
             OR(r("layout_searched").eq("no"), r("search_inputs_changed").eq(0)),
             detail=sentence(b, "check_search_inputs_unchanged", r("search_inputs_changed")))
-    b.check("check_tables_closed", COUNTA(i.staff_rows_below, i.catalog_rows_below).eq(0),
-            detail=sentence(b, "check_tables_closed", COUNTA(i.staff_rows_below, i.catalog_rows_below)))
+    below = (i.staff_rows_below, i.stage_rows_below, i.catalog_rows_below)
+    b.check("check_tables_closed", COUNTA(*below).eq(0),
+            detail=sentence(b, "check_tables_closed", COUNTA(*below)))
     b.check("check_timeline_fits", r("project_weeks") <= COLUMNS(i.timeline_week_cells),
             detail=sentence(b, "check_timeline_fits", ROUND(r("project_weeks"), 0),
                             COLUMNS(i.timeline_week_cells)))

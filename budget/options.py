@@ -84,6 +84,10 @@ def option_scenarios(data: dict, path: str | Path, catalog: Catalog) -> list[tup
             problems.append(Problem(f"{where}.options", Msg("errors.options.nested.message"),
                                     Msg("errors.options.nested.fix")))
             continue
+        if "stages" in option:      # the Compare sheet's columns share the stages table
+            problems.append(Problem(f"{where}.stages", Msg("errors.options.stages.message"),
+                                    Msg("errors.options.stages.fix")))
+            continue
         if option.get("name") is None:
             problems.append(Problem(f"{where}.name", Msg("errors.types.missing.message"),
                                     Msg("errors.options.no_name.fix", where=where)))

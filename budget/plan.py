@@ -194,6 +194,8 @@ def build_plan(s: Scenario, catalog: Catalog, scenario_id: str = "scenario",
         layout = size_and_lay_out(s, catalog, inputs, lookups)
     except NoLayoutFits as err:
         raise ScenarioError(file, [_no_layout_problem(s, err.message)], s.language) from None
+    except _StagesNeedLayout as err:
+        raise ScenarioError(file, [err.problem], s.language) from None
     inputs.update(layout.inputs)
     searched = "yes" if layout.search is not None else "no"
     inputs["layout_searched"] = InputValue(searched, text("plan.sources.layout_searched", s.language))
@@ -234,7 +236,7 @@ def _values(inputs: Mapping[str, InputValue]) -> dict[str, object]:
 def _structure(inputs: Mapping[str, InputValue], lang: str, weeks: int,
                values: Mapping[str, object] | None = None, months: int = 0) -> dict[str, InputValue]:
     """The workbook-structure inputs and the values at generation (gen_<name>)."""
-    cells = {"staff_rows_below": (), "catalog_rows_below": (), "timeline_week_cells": tuple(range(weeks)),
+    cells = {"staff_rows_below": (), "stage_rows_below": (), "catalog_rows_below": (), "timeline_week_cells": tuple(range(weeks)),
              "cashflow_month_cells": tuple(range(months))}
     out = {"layout_searched": inputs.get("layout_searched", InputValue("no", "")),
            **{name: InputValue(value, text(f"plan.sources.{name}", lang)) for name, value in cells.items()}}
@@ -258,6 +260,12 @@ class LayoutChoice:
     def rejected_from(self) -> int:
         """Index in `candidates` where the rejected (not fitting) rows start."""
         return len(self.search.ranked) if self.search else len(self.candidates)
+
+
+class _StagesNeedLayout(Exception):
+    def __init__(self, problem):
+        super().__init__()
+        self.problem = problem
 
 
 def size_and_lay_out(s: Scenario, catalog: Catalog, inputs: dict[str, InputValue],
@@ -284,6 +292,11 @@ def size_and_lay_out(s: Scenario, catalog: Catalog, inputs: dict[str, InputValue
     # a dimension with one possible value (CP below 16K tokens) is as good as pinned
     held = (set(pins) | ({"cp_size"} if len(space.cp_choices()) == 1 else set())
             | ({"ep_size"} if len(space.ep_choices()) == 1 else set()))
+    if s.stages and not (given and held >= set(LAYOUT_INPUTS)):
+        # the stages sum the plan at each stage's values: the search would rank the sums
+        free = [model.inputs[n].path for n in LAYOUT_INPUTS if n not in held] or ["hardware.gpu_count"]
+        raise _StagesNeedLayout(_Problem("stages", Msg("plan.problems.stages_need_layout.message"),
+                                         Msg("plan.problems.stages_need_layout.fix", keys=", ".join(free))))
     if s.parallelism.search_interleaving:
         # interleaving searched (budget/layout.py INTERLEAVING): the best over each admissible v
         try:

@@ -177,6 +177,7 @@ def report_context(plan: Plan, workbook=None) -> dict:
                             "unit": "" if d.unit in {"text", "date"} else
                             words.unit(d.unit, v.get(getattr(d, "currency", "")) or cur),
                             "source": source})
+    stages = _stages(plan, words)
     failures = [_failure_row(name, words(f"report.failures.rows.{name}"), v[name], model.items[name].unit, words)
                 for name in FAILURE_ROWS]
     return {
@@ -219,9 +220,41 @@ def report_context(plan: Plan, workbook=None) -> dict:
                    "kwh_per_gpu_hour": f"{v['training_kwh_per_gpu_hour']:.2f}",
                    "electricity": words.money(v["energy_cost_equivalent"], cur),
                    "owned": v["ownership"] == "owned"},
-        "gantt": _gantt(plan, phases, words),
+        "stages": stages,
+        "gantt": _gantt(plan, phases, words, stages),
         "cost_chart": _cost_chart(plan, words),
     }
+
+
+def _stages(plan: Plan, words: Words) -> list[dict]:
+    """The stages of a multi-stage run, as the Stages sheet computes them (empty: one stage)."""
+    v = plan.values
+    out = []
+    for k, name in enumerate(v["stage_name"]):
+        def at(item, k=k):
+            return v[item][k]
+        split = (at("stage_tp_used"), at("stage_cp_used"), at("stage_pp_used"), at("stage_dp_size"))
+        out.append({"id": f"stage{k + 1}",  # i18n: not text (a Mermaid task id)
+                    "name": name or words("report.stages.unnamed", n=k + 1),
+                    "tokens": _count(at("stage_tokens")),
+                    "gpus": f"{at('stage_gpu_count_used'):,.0f}", "seq_len": f"{at('stage_seq_len_used'):,.0f}",
+                    "layout": " × ".join(f"{x:,.0f}" for x in (split if split[1] > 1 else split[::2] + split[3:])),
+                    "mfu": f"{at('stage_mfu_used'):.1%}", "gpu_hours": f"{at('stage_gpu_hours'):,.0f}",
+                    "days": f"{at('stage_train_days'):,.1f}",
+                    "memory": f"{at('stage_memory_per_gpu_gb'):,.1f}",
+                    "fits": at("stage_check_memory_fits") == 0,
+                    "start": words.date(at("stage_start")), "end": words.date(at("stage_end")),
+                    "start_iso": from_serial(at("stage_start")).isoformat(),
+                    "end_iso": from_serial(at("stage_end")).isoformat()})
+    return out
+
+
+def _count(n: float) -> str:
+    """A token count as a scenario writes it: 2.87T, 800B."""
+    for scale, suffix in ((1e12, "T"), (1e9, "B"), (1e6, "M")):   # i18n: not text (SI suffixes)
+        if n >= scale:
+            return f"{n / scale:,.4g}{suffix}"
+    return f"{n:,.0f}"
 
 
 def _failure_row(name: str, label: str, value: float, unit: str, words: Words) -> tuple[str, str, str]:
@@ -234,17 +267,23 @@ def _failure_row(name: str, label: str, value: float, unit: str, words: Words) -
     return label, _value(name, value, unit, words), words.unit(unit)
 
 
-def _gantt(plan: Plan, phases: list[dict], words: Words) -> dict:
-    """Bars in an SVG 700 units wide: labels on the left, time on the right."""
+def _gantt(plan: Plan, phases: list[dict], words: Words, stages: list[dict] = ()) -> dict:
+    """Bars in an SVG 700 units wide: labels on the left, time on the right; the stages of a
+    multi-stage run below the phases, in the full-training phase's colour."""
     v = plan.values
     left, width, row = 200.0, 480.0, 28.0
     start, total = v["start_date"], max(v["project_days"], 1.0)
     scale = width / total
+    spans = [(p["label"], v[f"{p['key']}_start"], v[f"{p['key']}_end"], p["start"], p["end"], p["colour"])
+             for p in phases]
+    training = next(p["colour"] for p in phases if p["key"] == "training")
+    spans += [(st["name"], v["stage_start"][k], v["stage_end"][k], st["start"], st["end"], training)
+              for k, st in enumerate(stages)]
     bars = []
-    for n, p in enumerate(phases):
-        s, e = v[f"{p['key']}_start"] - start, v[f"{p['key']}_end"] - start
-        bars.append(Bar(p["label"], left + s * scale, 30 + n * row, max((e - s) * scale, 1.5), p["colour"],
-                        words("report.gantt.bar", phase=p["label"], start=p["start"], end=p["end"])))
+    for n, (label, begin, end, first, last, colour) in enumerate(spans):
+        s, e = begin - start, end - start
+        bars.append(Bar(label, left + s * scale, 30 + n * row, max((e - s) * scale, 1.5), colour,
+                        words("report.gantt.bar", phase=label, start=first, end=last)))
     ticks = []
     first = from_serial(start)
     month = dt.date(first.year + (first.month == 12), first.month % 12 + 1, 1)
@@ -254,8 +293,8 @@ def _gantt(plan: Plan, phases: list[dict], words: Words) -> dict:
                       "label": words.date(month, "report.formats.month_year" if month.month in (1, 7)
                                           else "report.formats.month")})
         month = dt.date(month.year + (month.month == 12), month.month % 12 + 1, 1)
-    return {"bars": bars, "ticks": ticks, "height": 30 + len(phases) * row + 24,
-            "axis_y": 30 + len(phases) * row + 4, "left": left, "right": left + width}
+    return {"bars": bars, "ticks": ticks, "height": 30 + len(spans) * row + 24,
+            "axis_y": 30 + len(spans) * row + 4, "left": left, "right": left + width}
 
 
 def _memo_applies(name: str, v) -> bool:

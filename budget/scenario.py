@@ -8,6 +8,7 @@ Unknown keys are rejected; numbers carry their unit in the key; counts accept su
 from __future__ import annotations
 
 import datetime as dt
+import math
 import re
 import unicodedata
 from pathlib import Path
@@ -500,6 +501,20 @@ class StaffRole(_Section):
     months: Months | None = None           # default: the project's length, live in the workbook
 
 
+class Stage(_Section):
+    """One stage of a multi-stage run (issue 12): its tokens, and any of the plan's values it
+    changes (GPU count, sequence length, batch, layout, an all-in MFU); blank, the plan's."""
+    name: SafeText
+    tokens: Tokens
+    gpu_count: GpuCount | None = None
+    seq_len: PositiveInt | None = None
+    global_batch_sequences: PositiveInt | None = None
+    mfu: _number(gt=0, le=1) | None = None
+    tp: PositiveInt | None = None
+    pp: PositiveInt | None = None
+    cp: PositiveInt | None = None
+
+
 class PlausibilitySection(_Section):
     """Bands for the warnings that do not block approval (see the Checks sheet)."""
     tokens_per_param_low: _number(ge=0, le=1e6) = 5.0
@@ -616,6 +631,7 @@ class Scenario(_Section):
     schedule: ScheduleSection = ScheduleSection()
     reliability: ReliabilitySection = ReliabilitySection()
     staffing: list[StaffRole] = []
+    stages: list[Stage] = []
     buffer_rate: _number(ge=0, le=1) = 0.20
     plausibility: PlausibilitySection = PlausibilitySection()
     constants: ConstantsSection = ConstantsSection()
@@ -643,6 +659,14 @@ class Scenario(_Section):
                              Msg("errors.scenario.staffing_roles.fix", limit=MAX_ROWS))
         return roles
 
+    @field_validator("stages")
+    @classmethod
+    def _few_stages(cls, stages):
+        if len(stages) > MAX_ROWS:
+            raise rule_error(Msg("errors.scenario.stages_rows.message", limit=MAX_ROWS),
+                             Msg("errors.scenario.stages_rows.fix", limit=MAX_ROWS))
+        return stages
+
     @model_validator(mode="after")
     def _rules(self, info: ValidationInfo):
         catalog: Catalog | None = (info.context or {}).get("catalog")
@@ -653,6 +677,7 @@ class Scenario(_Section):
         shape = resolved_shape(self, catalog)
         if shape is not None:
             _check_layout(self, shape)
+        _check_stages(self)
         given = [k for k in ("mfu", "effective_tflops", "baseline_mfu", "hfu")
                  if getattr(self.hardware, k) is not None]
         if len(given) > 1:
@@ -982,6 +1007,30 @@ def shape_from_params(params: float) -> dict:
     hidden = HEAD_SIZE * layers
     return {"layers": layers, "hidden_size": hidden, "attention_heads": hidden // HEAD_SIZE,
             "seq_len": DEFAULT_SEQ_LEN, "vocab_size": DEFAULT_VOCAB}
+
+
+def _check_stages(s: Scenario) -> None:
+    """The stages add up to the run, and each one's GPUs hold its pinned split."""
+    if not s.stages:
+        return
+    total = math.fsum(st.tokens for st in s.stages)
+    if abs(total - s.data.train_tokens) > 1e-9 * s.data.train_tokens:
+        raise rule_error(Msg("errors.scenario.stages_tokens.message", total=f"{total:,.0f}",
+                             tokens=f"{s.data.train_tokens:,.0f}"),
+                         Msg("errors.scenario.stages_tokens.fix", total=f"{total:,.0f}"), "stages")
+    hw, p = s.hardware, s.parallelism
+    for n, st in enumerate(s.stages):
+        if st.gpu_count is not None and hw.gpu_count is None:
+            raise rule_error(Msg("errors.scenario.stage_needs_count.message"),
+                             Msg("errors.scenario.stage_needs_count.fix"), f"stages[{n}].gpu_count")
+        if st.gpu_count is not None and st.gpu_count > hw.gpu_count:
+            raise rule_error(Msg("errors.scenario.stage_gpus.message", gpus=st.gpu_count, cluster=hw.gpu_count),
+                             Msg("errors.scenario.stage_gpus.fix", gpus=st.gpu_count), f"stages[{n}].gpu_count")
+        gpus = st.gpu_count or hw.gpu_count
+        split = [st.tp or p.tp, st.pp or p.pp, st.cp or p.cp or 1]
+        if gpus is not None and None not in split and gpus % math.prod(split):
+            raise rule_error(Msg("errors.scenario.stage_split.message", split=math.prod(split), gpus=gpus),
+                             Msg("errors.scenario.stage_split.fix"), f"stages[{n}]")
 
 
 def _check_layout(s: Scenario, shape: dict) -> None:

@@ -25,7 +25,7 @@ from openpyxl.chart import BarChart, Reference
 from openpyxl.styles import Alignment, Font
 from openpyxl.utils import get_column_letter
 
-from .grid import Variant, write_grid
+from .grid import Variant, row_def, row_label, write_grid
 from .model import UNCERTAIN
 
 Z90 = NormalDist().inv_cdf(0.9)
@@ -117,8 +117,8 @@ def write_sensitivity(w, ws, plan) -> None:
         cell.alignment = Alignment(wrap_text=True, vertical="top")
 
     def label_row(r: int, name: str) -> None:
-        d = model.inputs.get(name) or model.items[name]
-        put_text(ws.cell(r, 1), d.label)
+        d = row_def(model, name)
+        put_text(ws.cell(r, 1), row_label(w, model, name))
         w.unit_cell(ws, r, 2, d.unit)
         put_text(ws.cell(r, 3), name)
         ws.cell(r, 3).font = Font(color="7F7F7F")

@@ -56,6 +56,12 @@ BAD_RULE_FILL = PatternFill("solid", start_color="FFC7CE", end_color="FFC7CE")
 WARN_RULE_FILL = PatternFill("solid", start_color="FFEB9C", end_color="FFEB9C")
 CHANGED_FILL = PatternFill("solid", start_color="F8CBAD", end_color="F8CBAD")
 SPARE_ROWS = 10       # unlocked blank rows inside each growable table
+INPUTS_WIDTHS = [30, 18, 13, 30, 24, 19, 17, 7, 7]   # H, I: the candidates' CP and EP, the stages' PP and CP
+INPUT_COLUMNS = len(INPUTS_WIDTHS)
+# The Inputs sheet's tables of rows, by their columns' name prefix: the defined name of the
+# cells below each, the spare rows inside it and the hint on its first spare row.
+RANGE_TABLES = {"stage": ("stage_rows_below", 3, "workbook.inputs.spare_stages"),
+                "staff": ("staff_rows_below", SPARE_ROWS, "workbook.inputs.spare_roles")}
 BELOW_ROWS = 5        # rows under a table watched by check_tables_closed
 THIN = Side(style="thin", color="BFBFBF")
 SPARE_ROW_TABLES = (ACCELERATOR_TABLE, FX_TABLE)   # growable: workbook.catalog.spare_rows.<table>
@@ -256,6 +262,7 @@ class _Writer:
         if plan.layout is not None and plan.layout.candidates:
             sheets.insert(sheets.index("Parallelism") + 1, CANDIDATES_SHEET)
         sheets.insert(sheets.index("Cost") + 1, "Cashflow")
+        sheets.insert(sheets.index("Compute") + 1, "Stages")
         sheets.insert(sheets.index(CHANGE_LOG_SHEET), "Glossary")
         sheets.insert(sheets.index("Checks"), "Sensitivity")
         if plan.options:
@@ -482,10 +489,14 @@ class _Writer:
         singles = [d for d in defs if not d.is_range and not d.kind.startswith("generated")]
         ranges = [d for d in defs if d.is_range]
         row = self.sectioned_rows(ws, 5, singles, self.input_row)
-        row = self.range_table(ws, row + 1, ranges)
+        tables: dict[str, list[InputDef]] = {}
+        for d in ranges:                  # one table per section: the stages, the staffing
+            tables.setdefault(d.section, []).append(d)
+        for defs in tables.values():
+            row = self.range_table(ws, row + 1, defs)
         row = self.generation_block(ws, row + 2)
         self.candidate_inputs(ws, row + 2)
-        self.widths(ws, [30, 18, 13, 30, 24, 19, 17, 7, 7])   # H, I: the candidates' CP and EP
+        self.widths(ws, INPUTS_WIDTHS)
         ws.freeze_panes = "B5"
         self.page_setup(ws)
 
@@ -601,30 +612,39 @@ class _Writer:
             return row
         section = defs[0].section
         ws.cell(row, 1, section).font = SECTION_FONT
+        # A table as wide as the sheet's columns (the stages) says its source and its spare rows
+        # once, on its title row (columns D and E), so the sheet still prints one page wide.
+        wide = len(defs) >= INPUT_COLUMNS
+        title_row = row
         row += 1
-        self.header(ws, row, [d.label for d in defs] + [self.m("workbook.columns.source")])
+        self.header(ws, row, [d.label for d in defs] + ([] if wide else [self.m("workbook.columns.source")]))
         for c, d in enumerate(defs, 1):     # "(currency/month)" follows the table's currency cell
             self.label_cell(ws, row, c, d.label, d.unit, currency=d.currency or "currency")
         first = row + 1
         values = [self.plan.inputs[d.name].value for d in defs]
         rows = len(values[0])
+        source_at = (lambda r: (title_row, 4)) if wide else (lambda r: (r, len(defs) + 1))  # noqa: E731
         for r, line in enumerate(zip(*values)):
             for c, (d, v) in enumerate(zip(defs, line), 1):
                 self.input_value(ws.cell(first + r, c), v, d.unit)
-            put_text(ws.cell(first + r, len(defs) + 1), self.plan.inputs[defs[0].name].source)
-        last = first + rows + SPARE_ROWS - 1
+            put_text(ws.cell(*source_at(first + r)), self.plan.inputs[defs[0].name].source)
+        if wide and not rows:
+            put_text(ws.cell(title_row, 4), self.plan.inputs[defs[0].name].source)
+        below, spare, hint = RANGE_TABLES[defs[0].name.split("_")[0]]
+        last = first + rows + spare - 1
         for r in range(first + rows, last + 1):       # spare rows: blank, unlocked, validated
             for c, d in enumerate(defs, 1):
                 self.input_value(ws.cell(r, c), None, d.unit)
-        put_text(ws.cell(first + rows, len(defs) + 1), self.m("workbook.inputs.spare_roles", rows=SPARE_ROWS))
-        ws.cell(first + rows, len(defs) + 1).font = Font(italic=True, color="595959")
+        at = (title_row, 5) if wide else (first + rows, len(defs) + 1)
+        put_text(ws.cell(*at), self.m(hint, rows=spare))
+        ws.cell(*at).font = Font(italic=True, color="595959")
         for c, d in enumerate(defs, 1):
             col = get_column_letter(c)
             self.define(d.name, ws, f"${col}${first}:${col}${last}")
             if d.kind == "range":
                 self.validate(ws, f"{col}{first}:{col}{last}", d)
         end = get_column_letter(len(defs))
-        self.define("staff_rows_below", ws, f"$A${last + 1}:${end}${last + BELOW_ROWS}")
+        self.define(below, ws, f"$A${last + 1}:${end}${last + BELOW_ROWS}")
         return last + BELOW_ROWS
 
     def candidate_inputs(self, ws, row: int) -> None:
@@ -873,14 +893,17 @@ class _Writer:
         if item.is_flag or item.name == "master_check":
             self.flag_format(ws, cell.coordinate, item.kind == "warning")
 
-    def flag_format(self, ws, coord: str, warning: bool = False) -> None:
+    def flag_format(self, ws, coord: str, warning: bool = False, blank_ok: bool = False) -> None:
         """Green only for a number equal to 0; red (amber for a warning) for anything else,
-        an error value included. Formula rules: a cellIs rule never matches an error."""
+        an error value included. Formula rules: a cellIs rule never matches an error. With
+        `blank_ok`, an empty text (a spare stage's column) is left plain."""
         cell = coord.split(":")[0].replace("$", "")
         fine = f"AND(ISNUMBER({cell}),{cell}=0)"
+        blank = f'IF(ISERROR({cell}),FALSE,{cell}="")' if blank_ok else ""
         ws.conditional_formatting.add(coord, FormulaRule(formula=[fine], fill=OK_RULE_FILL))
-        ws.conditional_formatting.add(coord, FormulaRule(formula=[f"NOT({fine})"],
-                                                         fill=WARN_RULE_FILL if warning else BAD_RULE_FILL))
+        ws.conditional_formatting.add(coord, FormulaRule(
+            formula=[f"NOT(OR({fine},{blank}))" if blank_ok else f"NOT({fine})"],
+            fill=WARN_RULE_FILL if warning else BAD_RULE_FILL))
 
     def summary(self) -> None:
         """What a CFO reads in 30 seconds: the status and, one fixed row per check and warning,
@@ -1080,6 +1103,8 @@ class _Writer:
         self.catalog()
         for title in CALC_SHEETS:
             self.calc_sheet(title, self.m(f"workbook.subtitles.{title.lower()}"))
+        from .stages import write_stages
+        write_stages(self, self.wb["Stages"], self.plan)
         from .cashflow import write_cashflow
         write_cashflow(self, self.wb["Cashflow"], self.plan)
         self.summary()
@@ -1104,8 +1129,11 @@ TIMELINE_PHASES = ("data_prep", "validation", "scaling", "training", "evaluation
 
 def scenario_digest(plan: Plan) -> str:
     """The version a workbook shows: sha256 of the scenario's canonical JSON, 12 hex digits. The
-    language is left out: the English and the Chinese books of one scenario are one version."""
-    dump = plan.scenario.model_dump_json(exclude={"language"})
+    language is left out: the English and the Chinese books of one scenario are one version; so
+    are values equal to the schema's defaults, so that a scenario keeps its version as the
+    schema grows."""
+    # Defaults left out: a key the schema gains later (at its default) keeps every version.
+    dump = plan.scenario.model_dump_json(exclude={"language"}, exclude_defaults=True)
     return hashlib.sha256(dump.encode("utf-8")).hexdigest()[:12]
 
 
@@ -1113,7 +1141,9 @@ def candidate_columns(model) -> tuple[list[str], list[str]]:
     """(layout inputs and key outputs, every other layout-dependent item they need)."""
     layout_inputs = [d.name for d in model.layout_inputs()]
     needed = model.closure(CANDIDATE_KEYS)
-    working = [n for n in model.affected_by(set(layout_inputs)) if n in needed and n not in CANDIDATE_KEYS]
+    # row items are the Stages sheet's: a run in stages has its layout pinned, one candidate
+    working = [n for n in model.affected_by(set(layout_inputs))
+               if n in needed and n not in CANDIDATE_KEYS and model.items[n].kind != "rows"]
     return layout_inputs + list(CANDIDATE_KEYS), working
 
 

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from budget import i18n
-from budget.model import UNCERTAIN, build_model, message_keys
+from budget.model import STAGE_VALUES, UNCERTAIN, build_model, message_keys
 
 ROOT = Path(__file__).resolve().parent.parent
 MODEL_AREA = "model.yaml"     # the model's catalog file: its ids are built from model names
@@ -162,8 +162,17 @@ def test_model_texts_come_from_the_catalog():
             assert d.label == t[f"inputs.{name}.label"]
             assert d.cite == t.get(f"inputs.{name}.cite", "")
     for name, item in model.items.items():
-        assert item.label == t[f"items.{name}.label"]
-        assert item.note == t.get(f"items.{name}.note", "")
+        # a stage's row of a model item or input is labelled as that item or input
+        own = f"items.{name}.label" in t or item.kind != "rows"
+        key = name if own else name.removeprefix("stage_")
+        if own:
+            assert item.label == t[f"items.{key}.label"]
+            assert item.note == t.get(f"items.{key}.note", "")
+        elif key in model.items:
+            assert (item.label, item.note) == (model.items[key].label, model.items[key].note)
+        else:       # stage_<column>_used: the plan input the stages table's column stands for
+            plan_input = {f"{c}_used": n for n, c in STAGE_VALUES.items()}[name]
+            assert item.label == model.inputs[plan_input].label
         if item.is_flag:
             assert item.fix == t[f"items.{name}.fix"]
     for key, (_, label, _, _, _, cite) in UNCERTAIN.items():
