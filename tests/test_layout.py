@@ -600,15 +600,25 @@ def _llama_scenario(**changes):
     return with_changes(raw(SCENARIOS / "llama3.1-405b-h100.yaml"), changes)
 
 
+def _llama_row(**changes):
+    """The scenario's plan layout alone (no stages): one of Table 4's rows."""
+    return _llama_scenario(stages=[], **{"data.train_tokens": "15.6T", **changes})
+
+
 def test_llama31_405b_scenario_against_its_paper(catalog):
+    """The scenario's three stages are Table 4's rows at their own MFUs (tests/test_stages.py
+    holds the stage arithmetic); row 1's layout is the one judged not to fit."""
     plan = plan_of(_llama_scenario(), catalog)
     # §1: 3.8e25 FLOPs = 6 × 405B × 15.6T
     assert plan["train_flops"] == pytest.approx(3.8e25, rel=0.01)
-    # the model card's 30.84M H100 GPU-hours count the whole 405B training (both GPU counts, the
-    # long-context stage, annealing, restarts): this one 41%-MFU stage is 26.0M of it, loosely
-    assert plan["gpu_hours"] == pytest.approx(3.8e25 / (989e12 * 0.41 * 3600), rel=0.01)
+    # the model card's 30.84M H100 GPU-hours count the whole 405B training (restarts, annealing,
+    # whatever else ran on the cluster): the stages' compute is 25.9M of it, loosely
+    by_hand = sum(t * plan["model_flops_per_token"] / (989e12 * mfu * 3600)
+                  for t, mfu in ((2.87e12, 0.43), (11.93e12, 0.41), (0.8e12, 0.38)))
+    assert plan["gpu_hours"] == pytest.approx(by_hand, rel=1e-9)
     assert 0.75 < plan["gpu_hours"] / 30.84e6 < 0.95
-    assert plan.fits and plan.failing_checks == []
+    assert plan.fits and plan["stage_check_memory_fits"] == (1.0, 0.0, 0.0)
+    assert plan.failing_checks == ["check_stages"]
 
 
 def test_llama31_405b_table4_layouts(catalog):
@@ -616,7 +626,7 @@ def test_llama31_405b_table4_layouts(catalog):
     Per layer and token, split over TP 8 with SP: the two RMSNorm inputs (4), Q (2) and the
     GQA K and V (2 × 2 × 8 × 128 / 16,384), the projection and first MLP inputs (2 + 2), and three
     SwiGLU tensors 53,248 wide (3 × 2 × 3.25): 31.75 bytes (33.75 with dropout masks)."""
-    row2 = plan_of(_llama_scenario(), catalog)
+    row2 = plan_of(_llama_row(), catalog)
     assert row2["act_bytes_split"] == pytest.approx(31.75)
     sbh = 8192 * 16384
     layer = sbh * 31.75 / 8 / 1e9                             # 0.533 GB per layer and micro-batch
@@ -630,7 +640,7 @@ def test_llama31_405b_table4_layouts(catalog):
     assert row2.fits and row2["usable_hbm_gb"] == pytest.approx(0.9 * 85.52, abs=0.1)
     # 8,192 GPUs, DP 64: 32 micro-batches, 16 + 15/8 in flight (Korthikanti §4.2.3): 83.3 GB,
     # which no published term brings under the usable 77 GB (see the report of issue 12)
-    row1 = plan_of(_llama_scenario(**{"hardware.gpu_count": 8192}), catalog)
+    row1 = plan_of(_llama_row(**{"hardware.gpu_count": 8192}), catalog)
     assert row1["dp_size"] == 64 and row1["microbatches_per_step"] == 32
     assert row1["microbatches_in_flight"] == pytest.approx(16 + 15 / 8)
     assert row1["memory_per_gpu_gb"] == pytest.approx(83.3, abs=0.1)
@@ -672,18 +682,15 @@ def test_search_interleaving_with_a_pinned_degree_is_an_error(catalog):
     assert err.value.problems[0].path == "parallelism.search_interleaving"
 
 
-def test_llama405_search_with_interleaving_is_fast(catalog):
-    # issue 12: the search for 405B on 16,384 GPUs stays under a second (bench/bench_search.py)
-    import time
+def test_llama405_search_with_interleaving(catalog):
+    # issue 12: the search covers interleaving for 405B on 16,384 GPUs (its speed is measured
+    # by bench/bench_search.py, not here: machines are noisy)
     data = {"name": "405B", "model": {"preset": "llama3-405b", "dropout": False},
             "data": {"train_tokens": "15.6T"},
             "hardware": {"accelerator": "nvidia_h100_sxm", "gpu_count": 16384},
             "parallelism": {"search_interleaving": True, "first_last_stage_layers_fewer": True},
             "prices": {"per_gpu_hour": 2.0}}
-    plan_of(data, catalog)
-    start = time.perf_counter()
     plan = plan_of(data, catalog)
-    assert time.perf_counter() - start < 2.0       # 0.15 s on 2 cores; slack for a loaded machine
     assert plan.values["virtual_pipeline_stages"] in (1, 2, 4, 8) and plan.fits
 
 

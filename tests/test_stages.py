@@ -26,29 +26,15 @@ from budget.importer import import_workbook
 from budget.model import STAGE_CHECKS
 from budget.recalc import is_error, read_values, recalculate, relative_difference
 from budget.workbook import write_workbook
-from support import plan_of, require_soffice
+from support import SCENARIOS, plan_of, raw, require_soffice
 
 PUBLISHED_GPU_HOURS = 30.84e6      # Llama 3.1 model card: 405B, H100-80GB GPU-hours, all training
 PAPER_GOODPUT = 0.90               # §3.3.4: "higher than 90% effective training time"
 
 
 def llama31(**changes) -> dict:
-    """Llama 3.1 405B in three stages (Table 4's rows), the layout of the plan pinned at row 2."""
-    data = {
-        "name": "Llama 3.1 405B", "model": {"preset": "llama3-405b", "seq_len": 8192},
-        "data": {"train_tokens": "15.6T", "global_batch_sequences": 2048},
-        "hardware": {"accelerator": "nvidia_h100_sxm", "gpu_count": 16384},
-        "prices": {"per_gpu_hour": 2.0},
-        "parallelism": {"tp": 8, "pp": 16, "zero_stage": 2, "recompute": "none", "sequence_parallel": True,
-                        "micro_batch_size": 1, "virtual_pipeline_stages": 2,
-                        "first_last_stage_layers_fewer": True},
-        "stages": [
-            {"name": "8K GPUs", "tokens": "2.87T", "gpu_count": 8192, "mfu": 0.43},
-            {"name": "16K GPUs", "tokens": "11.93T", "mfu": 0.41},
-            {"name": "Long context", "tokens": "0.8T", "seq_len": 131072, "global_batch_sequences": 128,
-             "cp": 16, "mfu": 0.38},
-        ],
-    }
+    """scenarios/llama3.1-405b-h100.yaml: Table 4's three rows as stages, the plan's layout row 2."""
+    data = raw(SCENARIOS / "llama3.1-405b-h100.yaml")
     for key, value in changes.items():
         data[key] = value
     return data
@@ -129,13 +115,20 @@ def test_a_stage_left_to_the_efficiency_model(catalog):
     assert v["stage_mfu_used"][0] == 0.43
 
 
-def test_stage_checks_fail_per_stage(catalog):
+def test_stage_checks_fail_per_stage(catalog, staged):
+    """Row 1's layout (32 micro-batches per rank, 16 + 15/8 in flight) is the one that does not
+    fit (83.3 GB, tests/test_layout.py); a batch the long stage's 8 DP ranks cannot split fails
+    that stage's batch check, and its interleaving (12.5 micro-batches, not a multiple of PP 16):
+    the plan's check counts all three."""
+    v = staged.values
+    assert v["stage_check_memory_fits"] == (1.0, 0.0, 0.0)
+    assert v["stage_checks_failing"] == 1 and v["check_stages"] == 1
     data = llama31()
-    data["stages"][2] = {**data["stages"][2], "cp": 1}      # 131K tokens without CP: no fit
-    v = plan_of(data, catalog, "nocp").values
-    assert v["stage_check_memory_fits"][2] == 1
-    assert v["check_stages"] == 1 and v["stage_checks_failing"] >= 1
-    assert len(STAGE_CHECKS) == 8
+    data["stages"][2] = {**data["stages"][2], "global_batch_sequences": 100}
+    odd = plan_of(data, catalog, "odd").values
+    assert odd["stage_check_batch_divides"] == (0.0, 0.0, 1.0)
+    assert odd["stage_check_interleaving"] == (0.0, 0.0, 1.0)
+    assert odd["stage_checks_failing"] == 3 and len(STAGE_CHECKS) == 8
 
 
 def test_a_tokens_what_if_moves_every_stage_in_proportion(staged):
@@ -183,10 +176,11 @@ def test_stages_import_back(tmp_path, catalog, staged):
     path.write_bytes(write_workbook(staged).data)
     imported = import_workbook(path, catalog)
     assert imported.data["stages"] == [
-        {"name": "8K GPUs", "tokens": 2.87e12, "gpu_count": 8192, "mfu": 0.43},
-        {"name": "16K GPUs", "tokens": 1.193e13, "mfu": 0.41},
-        {"name": "Long context", "tokens": 8e11, "seq_len": 131072, "global_batch_sequences": 128, "cp": 16,
-         "mfu": 0.38}]
+        {"name": "8K GPUs (Table 4 row 1)", "tokens": 2.87e12, "gpu_count": 8192, "mfu": 0.43},
+        {"name": "16K GPUs (row 2)", "tokens": 1.193e13, "mfu": 0.41},
+        {"name": "Long context (row 3)", "tokens": 8e11, "seq_len": 131072, "global_batch_sequences": 128,
+         "cp": 16, "mfu": 0.38}]
+    assert imported.data["sources"]["stages"].startswith("Llama 3 paper Table 4")
     again = plan_of(imported.data, catalog, "again").values
     assert again["train_days"] == pytest.approx(staged.values["train_days"], rel=1e-12)
 
