@@ -54,6 +54,9 @@ def write_stages(w, ws, plan) -> None:
     w.widths(ws, [40, 12, *([14] * n), 26, 36])
     ws.freeze_panes = ws.cell(HEAD_ROW + 1, FIRST_COL).coordinate
     w.page_setup(ws)
+    # Printed: the stages' values, time and checks; the model's figures at them stay on screen
+    last_row = max(r for name, r in placed.items() if name.startswith("stage_check_"))
+    ws.print_area = f"A1:{get_column_letter(FIRST_COL + n + 1)}{last_row}"
 
 
 def _head(w, ws, plan, n: int) -> None:

@@ -22,6 +22,7 @@ from openpyxl import Workbook
 from openpyxl.formatting.rule import FormulaRule
 from openpyxl.styles import Alignment, Border, Font, NamedStyle, PatternFill, Protection, Side
 from openpyxl.utils import get_column_letter, range_boundaries
+from openpyxl.worksheet.pagebreak import Break
 from openpyxl.workbook.defined_name import DefinedName
 from openpyxl.worksheet.datavalidation import DataValidation
 from openpyxl.worksheet.page import PageMargins
@@ -494,6 +495,8 @@ class _Writer:
             tables.setdefault(d.section, []).append(d)
         for defs in tables.values():
             row = self.range_table(ws, row + 1, defs)
+        # What the search saw starts a printed page of its own
+        ws.row_breaks.append(Break(id=row + 1))
         row = self.generation_block(ws, row + 2)
         self.candidate_inputs(ws, row + 2)
         self.widths(ws, INPUTS_WIDTHS)
