@@ -58,18 +58,22 @@ def stage_count(variants: list[Variant]) -> int:
     return len(variants[0].values.get("stage_tokens", ())) if variants else 0
 
 
-def _stage_resolver(local: dict[str, str], row_of: dict[str, int], letter: str, stages: int, k: int | None):
+def _stage_resolver(w, local: dict[str, str], row_of: dict[str, int], letter: str, stages: int, k: int | None):
     """Names in a column's formulas: the column's cells; a row item's whole range is its rows
     of this column; in stage k's rows, `name@row` is stage k's cell (or row of the stages
     table), `name@upto` its rows from the first stage."""
     def resolve(name: str) -> str:
         base, _, how = name.partition("@")
         if how == "row":
-            return local.get(f"{base}#{k}", f"INDEX({base},{k + 1})")
+            if f"{base}#{k}" in local:
+                return local[f"{base}#{k}"]
+            from .stages import table_cell     # the stages table's row, or the Stages sheet's cell
+            return table_cell(w, base, k)
         if how == "upto":
             if f"{base}#0" in local:
                 return f"{letter}{row_of[base + '#0']}:{letter}{row_of[f'{base}#{k}']}"
-            return f"INDEX({base},1):INDEX({base},{k + 1})"
+            from .stages import table_cell
+            return f"{table_cell(w, base, 0)}:{table_cell(w, base, k).split('!')[1]}"
         if f"{name}#0" in local and stages:
             return f"{letter}{row_of[name + '#0']}:{letter}{row_of[f'{name}#{stages - 1}']}"
         return local.get(name, name)
@@ -95,7 +99,7 @@ def write_grid(w, ws, top: int, first_col: int, variants: list[Variant], model: 
         shown = rows if variant.only is None else [n for n in rows if n.partition("#")[0] in variant.only]
         local = {name: f"{letter}{row_of[name]}" for name in shown}
         local.update(variant.ranges)
-        resolve = _stage_resolver(local, row_of, letter, stages, None)
+        resolve = _stage_resolver(w, local, row_of, letter, stages, None)
 
         for name in shown:
             r = row_of[name]
@@ -103,7 +107,7 @@ def write_grid(w, ws, top: int, first_col: int, variants: list[Variant], model: 
             base, _, k = name.partition("#")
             if k:                              # stage k's row of a row item
                 item = model.items[base]
-                cell = w.formula(ws, r, col, item.expr.excel(_stage_resolver(local, row_of, letter, stages, int(k))),
+                cell = w.formula(ws, r, col, item.expr.excel(_stage_resolver(w, local, row_of, letter, stages, int(k))),
                                  variant.values[base][int(k)], number_format(item.unit))
                 continue
             if name in model.inputs:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from openpyxl.styles import Font
 from openpyxl.utils import get_column_letter
+from openpyxl.utils.cell import column_index_from_string, coordinate_from_string
 
 from .model import STAGE_CHECKS, STAGE_VALUES
 from .workbook import NOTE_FONT, SECTION_FONT, number_format, put_text
@@ -47,7 +48,7 @@ def write_stages(w, ws, plan) -> None:
     for name, r in placed.items():
         item, values = w.model.items[name], plan.values[name]
         for k in range(n):
-            w.formula(ws, r, FIRST_COL + k, item.expr.excel(_resolver(placed, k, FIRST_COL + k)),
+            w.formula(ws, r, FIRST_COL + k, item.expr.excel(_resolver(w, placed, k, FIRST_COL + k)),
                       values[k] if k < len(values) else "", number_format(item.unit))
         if name.startswith("stage_check_"):
             w.flag_format(ws, f"{first}{r}:{last}{r}", blank_ok=True)
@@ -67,8 +68,8 @@ def _head(w, ws, plan, n: int) -> None:
         ws.cell(HEAD_ROW, c).style = "Header"
     for k in range(n):
         name = names[k] if k < len(names) and names[k] is not None else ""
-        cell = w.formula(ws, HEAD_ROW, FIRST_COL + k,
-                         f'IF(INDEX(stage_name,{k + 1})="","",INDEX(stage_name,{k + 1}))', name, None)
+        at = table_cell(w, "stage_name", k)
+        cell = w.formula(ws, HEAD_ROW, FIRST_COL + k, f'IF({at}="","",{at})', name, None)
         cell.style = "Header"
     if not names:
         put_text(ws.cell(HEAD_ROW - 1, 1), w.m("workbook.stages.none"))
@@ -98,7 +99,19 @@ def _labels(w, ws, n: int) -> dict[str, int]:
     return placed
 
 
-def _resolver(placed: dict[str, int], k: int, col: int):
+def table_cell(w, name: str, k: int) -> str:
+    """Cell k of a defined name's range, as a reference ('Inputs'!$B$230): down a column (the
+    stages table on Inputs) or along a row (a row item on the Stages sheet)."""
+    sheet, ref = w.result.names[name].split("!")
+    first, _, last = ref.partition(":")
+    column, row = coordinate_from_string(first)
+    if last and coordinate_from_string(last)[1] == row:        # one row: step along it
+        column = get_column_letter(column_index_from_string(column) + k)
+        return f"'{sheet}'!${column}${row}"
+    return f"'{sheet}'!${column}${row + k}"
+
+
+def _resolver(w, placed: dict[str, int], k: int, col: int):
     """Names in stage k's formulas: its own cell of a row item, its row of the stages table,
     a running range from the first stage; any other name is the plan's defined name."""
     letter, first = get_column_letter(col), get_column_letter(FIRST_COL)
@@ -108,7 +121,7 @@ def _resolver(placed: dict[str, int], k: int, col: int):
         if how == "row" and base in placed:
             return f"{letter}{placed[base]}"
         if how == "row":
-            return f"INDEX({base},{k + 1})"
+            return table_cell(w, base, k)
         if how == "upto":
             return f"${first}${placed[base]}:{letter}{placed[base]}"
         return name
