@@ -41,7 +41,7 @@ STAGE_VALUES = {"seq_len": "stage_seq_len", "gpu_count": "stage_gpu_count",
                 "global_batch_sequences": "stage_batch_sequences",
                 "tp_size": "stage_tp", "pp_size": "stage_pp", "cp_size": "stage_cp"}
 # The model's figures and checks each stage shows, re-evaluated with its values.
-STAGE_FIGURES = ("dp_size", "microbatches_per_step", "model_flops_per_token", "effective_mfu",
+STAGE_FIGURES = ("layout_label", "dp_size", "microbatches_per_step", "model_flops_per_token", "effective_mfu",
                  "memory_per_gpu_gb")
 STAGE_CHECKS = ("check_layout_divides", "check_tp_divides_heads", "check_pp_divides_layers",
                 "check_interleaving", "check_ep_divides", "check_batch_divides", "check_memory_fits",

@@ -233,12 +233,11 @@ def _stages(plan: Plan, words: Words) -> list[dict]:
     for k, name in enumerate(v["stage_name"]):
         def at(item, k=k):
             return v[item][k]
-        split = (at("stage_tp_used"), at("stage_cp_used"), at("stage_pp_used"), at("stage_dp_size"))
         out.append({"id": f"stage{k + 1}",  # i18n: not text (a Mermaid task id)
                     "name": name or words("report.stages.unnamed", n=k + 1),
                     "tokens": _count(at("stage_tokens")),
                     "gpus": f"{at('stage_gpu_count_used'):,.0f}", "seq_len": f"{at('stage_seq_len_used'):,.0f}",
-                    "layout": " × ".join(f"{x:,.0f}" for x in (split if split[1] > 1 else split[::2] + split[3:])),
+                    "layout": at("stage_layout_label"),
                     "mfu": f"{at('stage_mfu_used'):.1%}", "gpu_hours": f"{at('stage_gpu_hours'):,.0f}",
                     "days": f"{at('stage_train_days'):,.1f}",
                     "memory": f"{at('stage_memory_per_gpu_gb'):,.1f}",

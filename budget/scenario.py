@@ -651,21 +651,14 @@ class Scenario(_Section):
                              Msg("errors.scenario.language.fix", languages=", ".join(languages())))
         return lang
 
-    @field_validator("staffing")
+    @field_validator("staffing", "stages")
     @classmethod
-    def _few_roles(cls, roles):
-        if len(roles) > MAX_ROWS:
-            raise rule_error(Msg("errors.scenario.staffing_roles.message", limit=MAX_ROWS),
-                             Msg("errors.scenario.staffing_roles.fix", limit=MAX_ROWS))
-        return roles
-
-    @field_validator("stages")
-    @classmethod
-    def _few_stages(cls, stages):
-        if len(stages) > MAX_ROWS:
-            raise rule_error(Msg("errors.scenario.stages_rows.message", limit=MAX_ROWS),
-                             Msg("errors.scenario.stages_rows.fix", limit=MAX_ROWS))
-        return stages
+    def _few_rows(cls, rows, info: ValidationInfo):
+        if len(rows) > MAX_ROWS:       # the message ids: errors.scenario.{staffing_roles,stages_rows}
+            key = {"staffing": "staffing_roles", "stages": "stages_rows"}[info.field_name]
+            raise rule_error(Msg(f"errors.scenario.{key}.message", limit=MAX_ROWS),
+                             Msg(f"errors.scenario.{key}.fix", limit=MAX_ROWS))
+        return rows
 
     @model_validator(mode="after")
     def _rules(self, info: ValidationInfo):

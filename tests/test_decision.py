@@ -9,7 +9,7 @@ import pytest
 from budget.decision import recommended
 from budget.report import render_html, render_markdown
 from support import SCENARIOS, plan_of, raw, require_tool, with_changes
-from test_report import _chromium
+from test_report import _pdf_of
 
 PAPERS = ("A4", "letter")
 
@@ -137,10 +137,4 @@ def test_the_chinese_decision_page_says_the_same_in_chinese(options_plan_zh):
 
 def _printed(tmp_path, plan, paper: str) -> list[str]:
     """The text of each page Chromium prints of the plan's HTML report on `paper`."""
-    html = render_html(plan).replace("@page { margin: 14mm; }", f"@page {{ size: {paper}; margin: 14mm; }}")
-    page = tmp_path / "report.html"
-    page.write_text(html, encoding="utf-8")
-    pdf = tmp_path / "report.pdf"
-    proc = _chromium(tmp_path, "--no-pdf-header-footer", f"--print-to-pdf={pdf}", page.as_uri())
-    assert pdf.is_file(), proc.stderr[-2000:]
-    return _pages_text(pdf)
+    return _pages_text(_pdf_of(tmp_path, render_html(plan), paper))

@@ -137,6 +137,18 @@ def _chromium(tmp_path: Path, *args: str) -> subprocess.CompletedProcess:
                           capture_output=True, text=True, timeout=120)
 
 
+def _pdf_of(tmp_path: Path, html: str, paper: str | None = None) -> Path:
+    """The PDF Chromium prints of a report's HTML (on `paper` when given)."""
+    if paper:
+        html = html.replace("@page { margin: 14mm; }", f"@page {{ size: {paper}; margin: 14mm; }}")
+    page = tmp_path / "report.html"
+    page.write_text(html, encoding="utf-8")
+    pdf = tmp_path / "report.pdf"
+    proc = _chromium(tmp_path, "--no-pdf-header-footer", f"--print-to-pdf={pdf}", page.as_uri())
+    assert pdf.is_file(), proc.stderr[-2000:]
+    return pdf
+
+
 def test_html_renders_in_chromium_to_a_non_blank_screenshot(tmp_path, seed_h100):
     from PIL import Image
 
@@ -156,13 +168,7 @@ def test_html_renders_in_chromium_to_a_non_blank_screenshot(tmp_path, seed_h100)
 
 @pytest.mark.parametrize("paper", ["A4", "letter"])
 def test_html_prints_on_a4_and_letter(tmp_path, seed_h100, paper):
-    html = render_html(seed_h100).replace("@page { margin: 14mm; }", f"@page {{ size: {paper}; margin: 14mm; }}")
-    page = tmp_path / "report.html"
-    page.write_text(html, encoding="utf-8")
-    pdf = tmp_path / "report.pdf"
-    proc = _chromium(tmp_path, "--no-pdf-header-footer", f"--print-to-pdf={pdf}", page.as_uri())
-    assert pdf.is_file(), proc.stderr[-2000:]
-    data = pdf.read_bytes()
+    data = _pdf_of(tmp_path, render_html(seed_h100), paper).read_bytes()
     pages = len(re.findall(rb"/Type\s*/Page[^s]", data))
     assert 2 <= pages <= 7      # the decision page, then the workings
     width, height = (595.3, 841.9) if paper == "A4" else (612, 792)
@@ -222,11 +228,7 @@ def test_chinese_text_renders_in_a_cjk_font(tmp_path, catalog, lang):
     if family not in stack:
         require_tool(None, f"a CJK font named in the report's font stack (fontconfig matched {family!r})",
                      "apt-get install -y fonts-noto-cjk")
-    page = tmp_path / "report.html"
-    page.write_text(html, encoding="utf-8")
-    pdf = tmp_path / "report.pdf"
-    proc = _chromium(tmp_path, "--no-pdf-header-footer", f"--print-to-pdf={pdf}", page.as_uri())
-    assert pdf.is_file(), proc.stderr[-2000:]
+    pdf = _pdf_of(tmp_path, html)
     text = subprocess.run(["pdftotext", str(pdf), "-"], capture_output=True, text=True, timeout=60).stdout
     assert "训练预算" in text
     if lang == "zh":
