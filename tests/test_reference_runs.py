@@ -64,7 +64,7 @@ def test_published_layout_fits_the_memory_model(catalog, run):
 
 
 # --- issue 13: published throughput rows, committed before the calibration -----------------------
-THROUGHPUT = yaml.safe_load((Path(__file__).parent / "data" / "throughput_runs.yaml").read_text())["rows"]
+THROUGHPUT = yaml.safe_load((Path(__file__).parent.parent / "catalogs" / "throughput_runs.yaml").read_text())["rows"]
 MEASURES = {"mfu", "hfu", "tflops_per_gpu", "tokens_per_gpu_second", "step_time_s"}
 
 
