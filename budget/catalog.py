@@ -41,6 +41,10 @@ class Figure(_Strict):
         return f"{text} ({self.as_of.isoformat()})" if self.as_of else text
 
 
+class DateFigure(Figure):
+    """One sourced date (source, as_of and note as for a number)."""
+    value: dt.date
+
 
 class Accelerator(_Strict):
     id: Annotated[str, Field(pattern=r"^[a-z0-9_]+$")]
@@ -57,6 +61,11 @@ class Accelerator(_Strict):
     peak_fp8_tflops: Figure | None = None     # dense FP8 tensor throughput, no 2:4 sparsity
     peak_fp4_tflops: Figure | None = None     # dense FP4 (NVFP4 / MXFP4) tensor throughput
     scale_up_domain: Figure | None = None     # accelerators on the fast fabric (HGX 8, NVL72, a TPU pod)
+    # When the first product of this accelerator's architecture shipped (A100 for every Ampere part,
+    # H100 for every Hopper part): the efficiency model's software-maturity term counts the years the
+    # training software has had on the architecture when a run happens (issue 13). Required in
+    # catalogs/accelerators.yaml (_AcceleratorFile); a scenario's own accelerator row may lack it.
+    architecture_launched: DateFigure | None = None
 
     @model_validator(mode="after")
     def _figures_make_sense(self):
@@ -283,7 +292,7 @@ class _AcceleratorFile(_Strict):
                 raise rule_error(Msg("errors.catalog.accelerator_twice.message", id=repr(acc.id)),
                                  Msg("errors.id_twice.fix"), f"accelerators[{i}].id")
             seen.add(acc.id)
-            for field in (*FIGURES, *OPTIONAL_FIGURES):
+            for field in (*FIGURES, *OPTIONAL_FIGURES, *DATES):
                 if getattr(acc, field) is None and field in OPTIONAL_FIGURES:
                     continue
                 if getattr(acc, field) is None:
@@ -345,6 +354,8 @@ FIGURES = ("peak_bf16_tflops", "hbm_gb", "gpus_per_node", "intra_node_gb_per_s",
            "inter_node_gbit_per_s", "typical_mfu", "tdp_w")
 # Figures an entry has only where they are published (each then sourced and dated like the rest).
 OPTIONAL_FIGURES = ("peak_fp8_tflops", "peak_fp4_tflops", "scale_up_domain")
+# Dated (not numeric) figures every catalog entry has, sourced like the rest.
+DATES = ("architecture_launched",)
 
 
 def _accelerator_from_row(row) -> Accelerator:

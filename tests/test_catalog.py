@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import io
 import shutil
 import subprocess
@@ -154,6 +155,65 @@ def test_scale_up_domain_holds_at_least_a_node(tmp_path):
     problem = err.value.problems[0]
     assert problem.path.endswith("scale_up_domain.value")
     assert "at least gpus_per_node" in err.value.render()
+
+
+# --- issue 13: when each accelerator's architecture first shipped (software maturity) ----------
+# Maturity is per architecture: an H20 in 2024 runs on software that has had Hopper since the H100.
+ARCHITECTURES = {
+    "Ampere": ["nvidia_a100_40gb_sxm", "nvidia_a100_80gb_sxm", "nvidia_a800_sxm"],
+    "Hopper": ["nvidia_h100_sxm", "nvidia_h200_sxm", "nvidia_h800_sxm", "nvidia_h20"],
+    "Blackwell": ["nvidia_b100", "nvidia_b200", "nvidia_gb200", "nvidia_b300", "nvidia_gb300"],
+    "CDNA 3": ["amd_mi300x", "amd_mi325x"],
+    "CDNA 4": ["amd_mi355x"],
+    "TPU v4": ["google_tpu_v4"], "TPU v5e": ["google_tpu_v5e"], "TPU v5p": ["google_tpu_v5p"],
+    "TPU v6e": ["google_tpu_v6e"], "Trainium2": ["aws_trainium2"], "Gaudi 3": ["intel_gaudi3"],
+    "Ascend 910B": ["huawei_ascend_910b"],
+}
+
+
+def test_every_accelerator_says_when_its_architecture_shipped(catalog):
+    listed = [acc_id for ids in ARCHITECTURES.values() for acc_id in ids]
+    assert sorted(listed) == sorted(catalog.accelerator_ids())     # a new entry names its architecture
+    for acc in catalog.accelerators:
+        launched = acc.architecture_launched
+        assert launched is not None, acc.id
+        assert launched.source in catalog.sources and launched.note, acc.id
+        assert dt.date(2019, 1, 1) < launched.value < launched.as_of, acc.id
+
+
+@pytest.mark.parametrize("architecture, first_shipped", [
+    ("Ampere", dt.date(2020, 5, 14)),       # A100 40GB, in production and shipping at its GTC showing
+    ("Hopper", dt.date(2022, 10, 1)),       # H100: first OEM systems shipping in October 2022
+    ("Blackwell", dt.date(2024, 11, 1)),    # first Blackwell revenue quarter from 2024-10-28
+    ("CDNA 3", dt.date(2023, 12, 6)),       # MI300X release
+    ("CDNA 4", dt.date(2025, 7, 1)),        # MI350 series customer shipments from Q3 2025
+    ("TPU v5e", dt.date(2023, 11, 9)), ("TPU v5p", dt.date(2024, 4, 9)),   # Google Cloud GA
+    ("Trainium2", dt.date(2024, 12, 3)),    # Trn2 instances GA at re:Invent
+])
+def test_an_architecture_has_one_launch_date(catalog, architecture, first_shipped):
+    """Every part of an architecture carries its first product's date, not its own release."""
+    dates = {catalog.accelerator(acc_id).architecture_launched.value for acc_id in ARCHITECTURES[architecture]}
+    assert dates == {first_shipped}
+
+
+def test_architectures_launch_in_their_published_order(catalog):
+    def launched(acc_id):
+        return catalog.accelerator(acc_id).architecture_launched.value
+    assert launched("nvidia_a100_80gb_sxm") < launched("nvidia_h100_sxm") < launched("nvidia_b200")
+    assert launched("amd_mi300x") < launched("amd_mi355x")
+    assert launched("google_tpu_v4") < launched("google_tpu_v5e") < launched("google_tpu_v5p") < launched("google_tpu_v6e")
+
+
+def test_a_catalog_entry_without_its_architecture_date_is_refused(tmp_path):
+    """Required in the catalog (a scenario's own accelerator row may still lack it)."""
+    folder = _copy_catalogs(tmp_path)
+    path = folder / "accelerators.yaml"
+    text = path.read_text()
+    first = text.index("  architecture_launched:")
+    path.write_text(text[:first] + text[text.index("\n", first) + 1:])
+    with pytest.raises(CatalogError) as err:
+        load_catalog(folder)
+    assert err.value.problems[0].path == "accelerators[0].architecture_launched"
 
 
 @pytest.mark.parametrize("acc_id", NEW)
