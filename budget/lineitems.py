@@ -228,8 +228,9 @@ class ModelBuilder:
         detail = kw.get("detail")
         if detail is not None:
             self._known(name, detail)
-        label = self.texts(f"items.{name}.label")
-        note = self.texts.get(f"items.{name}.note")
+        # `label=`/`note=` given: the texts of the item it re-evaluates (a pilot's, issue 13)
+        label = kw.pop("label", None) or self.texts(f"items.{name}.label")
+        note = kw.pop("note") if "note" in kw else self.texts.get(f"items.{name}.note")
         self.model.items[name] = Item(name, label, unit, expr, self._sheet, self._section, note, **kw)
         return Ref(name)
 

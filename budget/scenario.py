@@ -515,6 +515,29 @@ class Stage(_Section):
     cp: PositiveInt | None = None
 
 
+class CalibrationSection(_Section):
+    """A measured pilot run (issue 13, seed 000 step 6): its GPUs, its layout where it differs
+    from the plan's, and exactly one measurement. The model evaluated at the pilot's layout,
+    against the measurement, gives the factor the full run's utilisation is scaled by."""
+    gpu_count: GpuCount | None = None
+    tp: PositiveInt | None = None
+    pp: PositiveInt | None = None
+    cp: PositiveInt | None = None
+    micro_batch_size: PositiveInt | None = None
+    global_batch_sequences: PositiveInt | None = None
+    virtual_pipeline_stages: _whole(ge=1, le=64) | None = None
+    step_time_s: _number(gt=0, le=1e6) | None = None            # one optimizer step of the global batch
+    tokens_per_gpu_second: _number(gt=0, le=1e9) | None = None
+    mfu: _number(gt=0, le=1) | None = None
+
+    @property
+    def given(self) -> bool:
+        return any(getattr(self, k) is not None for k in type(self).model_fields)
+
+
+CALIBRATION_MEASURES = ("step_time_s", "tokens_per_gpu_second", "mfu")
+
+
 class PlausibilitySection(_Section):
     """Bands for the warnings that do not block approval (see the Checks sheet)."""
     tokens_per_param_low: _number(ge=0, le=1e6) = 5.0
@@ -570,6 +593,9 @@ class ConstantsSection(_Section):
     forward_flops_per_param_token: _number(ge=2, le=2) = 2.0
     causal_attention_fraction: _number(ge=0.5, le=1) = 0.5
     korthikanti_split_bytes: _number(ge=24, le=24) = 24.0
+    # the calibration factor a measured pilot may give (check_pilot_plausible)
+    pilot_factor_low: _number(ge=0.1, le=1) = 0.5
+    pilot_factor_high: _number(ge=1, le=10) = 1.5
 
 
 class AcceleratorRow(_Section):
@@ -632,6 +658,7 @@ class Scenario(_Section):
     reliability: ReliabilitySection = ReliabilitySection()
     staffing: list[StaffRole] = []
     stages: list[Stage] = []
+    calibration: CalibrationSection = CalibrationSection()
     buffer_rate: _number(ge=0, le=1) = 0.20
     plausibility: PlausibilitySection = PlausibilitySection()
     constants: ConstantsSection = ConstantsSection()
@@ -671,6 +698,7 @@ class Scenario(_Section):
         if shape is not None:
             _check_layout(self, shape)
         _check_stages(self)
+        _check_calibration(self, shape)
         given = [k for k in ("mfu", "effective_tflops", "baseline_mfu", "hfu")
                  if getattr(self.hardware, k) is not None]
         if len(given) > 1:
@@ -1024,6 +1052,41 @@ def _check_stages(s: Scenario) -> None:
         if gpus is not None and None not in split and gpus % math.prod(split):
             raise rule_error(Msg("errors.scenario.stage_split.message", split=math.prod(split), gpus=gpus),
                              Msg("errors.scenario.stage_split.fix"), f"stages[{n}]")
+
+
+def _check_calibration(s: Scenario, shape: dict | None) -> None:
+    """A pilot has its GPUs and one measurement; the plan's utilisation is then not typed (the
+    pilot measures it); each layout value the pilot leaves out is the plan's, which must then be
+    pinned; and the pilot's layout divides its GPUs and its batch."""
+    c, p, hw = s.calibration, s.parallelism, s.hardware
+    if not c.given:
+        return
+    measures = [k for k in CALIBRATION_MEASURES if getattr(c, k) is not None]
+    if len(measures) != 1:
+        raise rule_error(Msg("errors.scenario.calibration_measure.message", count=len(measures)),
+                         Msg("errors.scenario.calibration_measure.fix"),
+                         f"calibration.{measures[1]}" if measures else "calibration")
+    if c.gpu_count is None:
+        raise rule_error(Msg("errors.scenario.calibration_gpus.message"), Msg("errors.scenario.calibration_gpus.fix"),
+                         "calibration.gpu_count")
+    for key in ("mfu", "hfu", "effective_tflops"):
+        if getattr(hw, key) is not None:
+            raise rule_error(Msg("errors.scenario.calibration_all_in.message", key=key),
+                             Msg("errors.scenario.calibration_all_in.fix", key=key), f"hardware.{key}")
+    for field in ("tp", "pp", "micro_batch_size"):
+        if getattr(c, field) is None and getattr(p, field) is None:
+            raise rule_error(Msg("errors.scenario.calibration_searched.message", field=field),
+                             Msg("errors.scenario.calibration_searched.fix", field=field), f"calibration.{field}")
+    tp, pp, cp = c.tp or p.tp, c.pp or p.pp, c.cp or p.cp or 1
+    if c.gpu_count % (tp * pp * cp):
+        raise rule_error(Msg("errors.scenario.calibration_split.message", split=tp * pp * cp, gpus=c.gpu_count),
+                         Msg("errors.scenario.calibration_split.fix"), "calibration.gpu_count")
+    batch = c.global_batch_sequences or (shape or {}).get("global_batch_sequences")
+    dp, micro = c.gpu_count // (tp * pp * cp), c.micro_batch_size or p.micro_batch_size
+    if batch is not None and batch % (dp * micro):
+        raise rule_error(Msg("errors.scenario.calibration_batch.message", batch=batch, dp=dp, micro=micro),
+                         Msg("errors.scenario.calibration_batch.fix"),
+                         "calibration.global_batch_sequences" if c.global_batch_sequences else "calibration.gpu_count")
 
 
 def _check_layout(s: Scenario, shape: dict) -> None:

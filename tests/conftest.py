@@ -140,6 +140,14 @@ PLAIN_CASES.update({
     "search-interleaving": (SEED_H100, {**_FREE, "parallelism.search_interleaving": True}),
 })
 
+# Issue 13 item 2: a measured pilot (64 GPUs, interleaved, its own batch, a step time) scales the
+# efficiency model for the full run: the pilot's figures and the factor are live formulas.
+PLAIN_CASES.update({
+    "pilot-calibrated": (SEED_H100, {"hardware.effective_tflops": None, "sources": {},
+                                     "calibration": {"gpu_count": 64, "global_batch_sequences": 128,
+                                                     "virtual_pipeline_stages": 2, "step_time_s": 10.2}}),
+})
+
 # One workbook per catalog accelerator, so every Catalog row is looked up once.
 # The accelerators beyond the seed's GPUs (TPUs, Trainium, Gaudi, the newest NVIDIA and AMD
 # parts) plan a small model: a 1.3B GPT shape on 64 of them (TP 4 inside a TPU host of 4,

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from budget import i18n
-from budget.model import STAGE_VALUES, UNCERTAIN, build_model, message_keys
+from budget.model import PILOT_VALUES, STAGE_VALUES, UNCERTAIN, build_model, message_keys
 
 ROOT = Path(__file__).resolve().parent.parent
 MODEL_AREA = "model.yaml"     # the model's catalog file: its ids are built from model names
@@ -163,16 +163,19 @@ def test_model_texts_come_from_the_catalog():
             assert d.cite == t.get(f"inputs.{name}.cite", "")
     for name, item in model.items.items():
         # a stage's row of a model item or input is labelled as that item or input
-        own = f"items.{name}.label" in t or item.kind != "rows"
-        key = name if own else name.removeprefix("stage_")
+        # and a pilot's (issue 13) as that item or input with calibration.pilot_of around it
+        pilot = name.startswith("pilot_") and f"items.{name}.label" not in t
+        own = f"items.{name}.label" in t or (item.kind != "rows" and not pilot)
+        key = name if own else name.removeprefix("stage_").removeprefix("pilot_")
+        as_pilot = t["calibration.pilot_of"].format if pilot else str
         if own:
             assert item.label == t[f"items.{key}.label"]
             assert item.note == t.get(f"items.{key}.note", "")
         elif key in model.items:
-            assert (item.label, item.note) == (model.items[key].label, model.items[key].note)
+            assert (item.label, item.note) == (as_pilot(model.items[key].label), model.items[key].note)
         else:       # stage_<column>_used: the plan input the stages table's column stands for
-            plan_input = {f"{c}_used": n for n, c in STAGE_VALUES.items()}[name]
-            assert item.label == model.inputs[plan_input].label
+            plan_input = {f"{c}_used": n for n, c in (*STAGE_VALUES.items(), *PILOT_VALUES.items())}[name]
+            assert item.label == as_pilot(model.inputs[plan_input].label)
         if item.is_flag:
             assert item.fix == t[f"items.{name}.fix"]
     for key, (_, label, _, _, _, cite) in UNCERTAIN.items():
