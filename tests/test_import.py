@@ -371,3 +371,28 @@ def test_fp8_peaks_typed_on_the_catalog_sheet_come_back(tmp_path, catalog):
     rows = {r["id"]: r for r in imported.data["catalog"]["accelerators"]}
     assert rows["my_gpu"]["peak_fp8_tflops"] == 2000
     assert plan_of(yaml.safe_load(imported.text), catalog, "again")["peak_tflops"] == 2000
+
+
+def test_a_pilot_calibration_round_trips(tmp_path, catalog):
+    """Issue 13 item 2: the calibration section comes back from the Inputs sheet's pilot cells —
+    the pilot's GPUs, the layout values it changes, its measurement — and a reviewer's new
+    measurement typed there is the imported scenario's (no LibreOffice needed: inputs only)."""
+    from conftest import PLAIN_CASES
+    path, changes = PLAIN_CASES["pilot-calibrated"]
+    plan = plan_of(with_changes(raw(path), changes), catalog, "pilot")
+    book = write_workbook(plan)
+    plain = tmp_path / "pilot.xlsx"
+    plain.write_bytes(book.data)
+    imported = yaml.safe_load(import_workbook(plain, catalog).text)
+    assert imported["calibration"] == changes["calibration"]
+    again = plan_of(imported, catalog, "again")
+    for name in ("pilot_effective_mfu", "calibration_factor", "calibrated_mfu", "gpu_hours", "total_cost"):
+        assert again.values[name] == pytest.approx(plan.values[name], rel=TOLERANCE), name
+
+    edited = tmp_path / "pilot-edited.xlsx"
+    _edit(book.data, book.names, {"pilot_step_time_s": None, "pilot_tokens_per_gpu_s": 2600}, edited)
+    imported = yaml.safe_load(import_workbook(edited, catalog).text)
+    assert imported["calibration"] == {**{k: v for k, v in changes["calibration"].items() if k != "step_time_s"},
+                                       "tokens_per_gpu_second": 2600}
+    assert plan_of(imported, catalog, "edited").values["pilot_measured_mfu"] == pytest.approx(
+        2600 * plan.values["model_flops_per_token"] / (plan.values["peak_tflops"] * 1e12))
