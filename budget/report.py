@@ -221,9 +221,21 @@ def report_context(plan: Plan, workbook=None) -> dict:
                    "electricity": words.money(v["energy_cost_equivalent"], cur),
                    "owned": v["ownership"] == "owned"},
         "stages": stages,
+        "calibration": _calibration(plan),
         "gantt": _gantt(plan, phases, words, stages),
         "cost_chart": _cost_chart(plan, words),
     }
+
+
+def _calibration(plan: Plan) -> dict | None:
+    """The measured pilot's figures, as the Parallelism sheet computes them (None: no pilot)."""
+    v = plan.values
+    if not isinstance(v["pilot_measured_mfu"], (int, float)):
+        return None
+    return {"gpus": f"{v['pilot_gpu_count_used']:,.0f}", "layout": v["pilot_layout_label"],
+            "measured": f"{v['pilot_measured_mfu']:.1%}", "predicted": f"{v['pilot_effective_mfu']:.1%}",
+            "factor": f"{v['calibration_factor']:.3f}", "model": f"{v['effective_mfu']:.1%}",
+            "mfu": f"{v['calibrated_mfu']:.1%}"}
 
 
 def _stages(plan: Plan, words: Words) -> list[dict]:

@@ -196,3 +196,16 @@ def _problem(catalog, changes):
 def test_a_bad_calibration_is_one_clear_problem(catalog, changes, path, words):
     at, what, how = _problem(catalog, changes)
     assert at == path and words in what + how, (at, what, how)
+
+
+def test_the_report_says_the_utilisation_is_calibrated(catalog):
+    from budget.report import render_html, render_markdown
+    from conftest import PLAIN_CASES
+    path, changes = PLAIN_CASES["pilot-calibrated"]
+    plan = plan_of(with_changes(raw(path), changes), catalog, "pilot")
+    v = plan.values
+    md = render_markdown(plan)
+    assert (f"ran at {v['pilot_measured_mfu']:.1%} MFU where the model predicts {v['pilot_effective_mfu']:.1%}"
+            in md) and f"a factor of {v['calibration_factor']:.3f}" in md
+    assert "calibrated on a pilot" in render_html(plan)
+    assert "calibrated on a pilot" not in render_markdown(plan_of(raw(SEED_H100), catalog, "seed"))
