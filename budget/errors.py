@@ -59,6 +59,28 @@ class Lower:
         return str(say(self.inner, lang)).lower()
 
 
+class Joined:
+    """Figures (Msgs or texts) joined by a catalog separator (`sep`, a message id), as one figure."""
+
+    __slots__ = ("items", "sep")
+
+    def __init__(self, items, sep: str):
+        self.items = tuple(items)
+        self.sep = sep
+
+    def render(self, lang: str = DEFAULT_LANG) -> str:
+        return fmt(self.sep, lang).join(str(say(item, lang)) for item in self.items)
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, Joined) and (self.items, self.sep) == (other.items, other.sep)
+
+    def __hash__(self) -> int:
+        return hash(self.sep)
+
+    def __repr__(self) -> str:
+        return f"Joined({list(self.items)!r}, {self.sep!r})"
+
+
 def say(value, lang: str = DEFAULT_LANG):
     """A figure or a text in `lang`: a Msg rendered, anything else as it is."""
     render = getattr(value, "render", None)

@@ -14,6 +14,8 @@ shows), restricted to the items that depend on the layout.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+import math
+from bisect import bisect_left
 from itertools import product
 from typing import Callable, Mapping
 
@@ -207,21 +209,47 @@ class Space:
     def split_counts(self, max_gpus: int = MAX_GPUS) -> list[int]:
         """Whole-node GPU counts that admit at least one TP × PP × DP split of the batch."""
         tps, pps, mbs = self._splits()
-        dps = {d for mb in mbs for d in range(1, self.global_batch // int(mb) + 1)
-               if self.global_batch % (d * int(mb)) == 0}
+        # DP × micro-batch divides the batch: DP is a divisor of batch ÷ micro-batch
+        dps = {d for mb in mbs if self.global_batch % int(mb) == 0
+               for d in _divisors(self.global_batch // int(mb))}
         counts = {int(tp * pp * cp * dp) for tp in tps for pp in pps for cp in self.cp_choices() for dp in dps}
         return sorted(n for n in counts if n % self.gpus_per_node == 0 and n <= max_gpus)
+
+
+    def batch_steps(self, gpu_count: int) -> set[int]:
+        """What the global batch must be a multiple of for some layout to split `gpu_count` GPUs:
+        DP × micro-batch (× PP, interleaved), over the splits `options` allows."""
+        tps, pps, mbs = self._splits()
+        eps = self.ep_choices()
+        steps = set()
+        for tp, pp, cp in product(tps, pps, self.cp_choices()):
+            if gpu_count % (tp * pp * cp):
+                continue
+            dp = gpu_count // (tp * pp * cp)
+            if any(dp % ep == 0 for ep in eps):
+                steps.update(int(dp * mb * (pp if self.virtual_stages > 1 else 1)) for mb in mbs)
+        return steps
+
+
+def _divisors(n: int) -> list[int]:
+    small = [d for d in range(1, int(n ** 0.5) + 1) if n % d == 0]
+    return small + [n // d for d in reversed(small) if d * d != n]
 
 
 class Evaluator:
     """Runs the model's layout-dependent formulas for one layout at a time."""
 
-    def __init__(self, model: Model, inputs: Mapping[str, object], tables: Mapping):
-        self.tables = tables
+    def __init__(self, model: Model, inputs: Mapping[str, object], tables: Mapping,
+                 run: Callable | None = None):
+        self.model, self.inputs, self.tables = model, dict(inputs), tables
         self.base = model.evaluate(inputs, tables)
-        self.run: Callable = model.dependents({*LAYOUT_INPUTS, "gpu_count"}, RANKED_OUTPUTS)
+        self.run: Callable = run or model.dependents({*LAYOUT_INPUTS, "gpu_count"}, RANKED_OUTPUTS)
         self.calls = 0
         self.lang = model.lang          # the language the search explains itself in
+
+    def changed(self, **inputs) -> "Evaluator":
+        """The same model and search at other input values (a batch, an accelerator)."""
+        return Evaluator(self.model, {**self.inputs, **inputs}, self.tables, self.run)
 
     def __call__(self, layout: Layout, gpu_count: int) -> Candidate:
         self.calls += 1
@@ -327,12 +355,22 @@ def smallest_count_for_deadline(evaluate: Evaluator, space: Space, deadline_days
 
     def meets(i: int) -> bool:
         result = at(i)
-        # the deadline is on the calendar: failures and spot preemptions count against it
-        return result is not None and result.best.values["stretched_training_days"] <= deadline_days * (1 + 1e-12)
+        # the deadline is on the calendar: failures and spot preemptions count against it (and
+        # where interruptions come faster than each one costs, the run never ends: no days at all)
+        return (result is not None
+                and 0 < result.best.values["stretched_training_days"] <= deadline_days * (1 + 1e-12))
 
-    if not counts or not meets(len(counts) - 1):
+    if not counts:
         raise NoLayoutFits(Msg("layout.none_fits.deadline", max_gpus=MAX_GPUS, deadline=deadline_days))
     lo, hi = 0, len(counts) - 1
+    if not meets(hi):
+        # Failures grow with the count, so the largest counts may be slower (or never end):
+        # probe the counts at each doubling from the first, bisect below the first that meets.
+        probes = sorted({bisect_left(counts, counts[0] << k) for k in range(64) if counts[0] << k <= counts[-1]})
+        hit = next((n for n, i in enumerate(probes) if meets(i)), None)
+        if hit is None:
+            raise NoLayoutFits(_fastest(evaluate, space, deadline_days))
+        lo, hi = (probes[hit - 1] + 1 if hit else 0), probes[hit]
     while lo < hi:
         mid = (lo + hi) // 2
         if meets(mid):
@@ -346,6 +384,28 @@ def smallest_count_for_deadline(evaluate: Evaluator, space: Space, deadline_days
     return at(hi), _next_smaller(counts, hi, at, evaluate.lang)
 
 
+def _fastest(evaluate: Evaluator, space: Space, deadline_days: float) -> Msg:
+    """Why no count meets the deadline, with the fastest of the counts that split the batch at
+    each doubling from the smallest (and the largest): a deadline that can be met."""
+    counts = space.split_counts()
+    probes = {counts[bisect_left(counts, counts[0] << k)] for k in range(64) if counts[0] << k <= counts[-1]}
+    tried, fit = [], False
+    for n in sorted(probes | {counts[-1]}):
+        result = fits_at(evaluate, space, n)
+        fit = fit or result is not None
+        days = result.best.values["stretched_training_days"] if result is not None else 0
+        if days > 0:
+            tried.append((days, n))
+    if not fit:     # memory, not time: no layout fits at any of them
+        return Msg("layout.none_fits.deadline_no_fit", start=counts[0], largest=counts[-1])
+    if not tried:
+        return Msg("layout.none_fits.deadline", max_gpus=MAX_GPUS, deadline=deadline_days)
+    days, gpus = min(tried)
+    # rounded up to the tenth the message shows: a deadline of that many days is met
+    return Msg("layout.none_fits.deadline_fastest", max_gpus=MAX_GPUS, deadline=deadline_days, gpus=gpus,
+               days=math.ceil(days * 10) / 10)
+
+
 def _next_smaller(counts: list[int], i: int, at, lang: str = DEFAULT_LANG) -> str:
     """Why the count below the answer was not enough, in words."""
     if i == 0:
@@ -357,12 +417,127 @@ def _next_smaller(counts: list[int], i: int, at, lang: str = DEFAULT_LANG) -> st
                days=below.best.values["stretched_training_days"])
 
 
-def first_count_that_fits(evaluate: Evaluator, space: Space, start_gpus: int) -> SearchResult:
-    """From the memory-first count upward, the first splittable count some layout fits."""
+def first_count_that_fits(evaluate: Evaluator, space: Space, start_gpus: int, limit: int = 256) -> SearchResult:
+    """From the memory-first count upward, the first splittable count some layout fits (of the
+    first `limit` counts that split)."""
     last_error = NoLayoutFits(Msg("layout.none_fits.no_count", start=start_gpus))
-    for n in [n for n in space.split_counts() if n >= start_gpus][:256]:
+    for n in [n for n in space.split_counts() if n >= start_gpus][:limit]:
         try:
             return search(evaluate, space, n)
         except NoLayoutFits as err:
             last_error = err
     raise last_error
+
+
+# --- ways out of a refusal (issue 13 item 4) --------------------------------------------------
+# What to change when no layout splits the batch or fits in memory: the nearest batches and GPU
+# counts that split, the smallest count that fits. Each is found by the search itself (its
+# divisibility rules, the model's memory), never guessed, so planning it succeeds.
+
+WAYS_OUT_SEARCHES = 6        # searches per direction before a way out is given up
+WAYS_OUT_NODES = 4096        # whole nodes looked at per direction for a count that splits
+MAX_BATCH = 1 << 24          # the scenario's largest batch (budget/scenario.py PositiveInt)
+
+
+def fits_at(evaluate: Evaluator, space: Space, gpu_count: int) -> SearchResult | None:
+    """The search's result at `gpu_count`, or None when no layout splits or fits there."""
+    try:
+        return search(evaluate, space, gpu_count, keep=1)
+    except NoLayoutFits:
+        return None
+
+
+def splits(space: Space, gpu_count: int) -> bool:
+    """Whether some layout of the space splits `gpu_count` GPUs and the batch."""
+    return next(space.options(gpu_count), None) is not None
+
+
+@dataclass(frozen=True)
+class WayOut:
+    """A changed input that plans: the value, the search's result there and the evaluator
+    (its model values at that value: `evaluate.base`)."""
+    value: object
+    result: SearchResult
+    evaluate: Evaluator
+
+
+def nearest_batches(evaluate: Evaluator, space: Space, gpu_count: int) -> tuple[WayOut | None, WayOut | None]:
+    """The nearest global batches (in sequences) below and above the asked one that split over
+    `gpu_count` GPUs and fit in memory: the multiples of what the splits need (`batch_steps`)
+    nearest the batch, each checked by `options` and planned by the search."""
+    batch, steps = space.global_batch, space.batch_steps(gpu_count)
+
+    def first(batches) -> WayOut | None:
+        for b in sorted(batches, key=lambda b: abs(b - batch))[:WAYS_OUT_SEARCHES]:
+            trial = replace(space, global_batch=b)
+            if not splits(trial, gpu_count):
+                continue
+            ev = evaluate.changed(global_batch_sequences=float(b))
+            result = fits_at(ev, trial, gpu_count)
+            if result is not None:
+                return WayOut(b, result, ev)
+        return None
+
+    near = range(WAYS_OUT_SEARCHES)
+    below = {(batch // d - k) * d for d in steps for k in near} | {(-(-batch // d) - 1 - k) * d for d in steps for k in near}
+    above = {(batch // d + 1 + k) * d for d in steps for k in near}
+    return (first({b for b in below if 0 < b < batch}), first({b for b in above if batch < b <= MAX_BATCH}))
+
+
+def nearest_counts(evaluate: Evaluator, space: Space, gpu_count: int) -> tuple[WayOut | None, WayOut | None]:
+    """The nearest whole-node GPU counts below and above `gpu_count` that split the batch and fit."""
+    node = space.gpus_per_node
+    start = gpu_count // node * node
+
+    def first(ns) -> WayOut | None:
+        searched = 0
+        for n in ns:
+            if not splits(space, n):
+                continue
+            result = fits_at(evaluate, space, n)
+            if result is not None:
+                return WayOut(n, result, evaluate)
+            searched += 1
+            if searched == WAYS_OUT_SEARCHES:
+                break
+        return None
+
+    below = (n for n in range(start, max(0, start - WAYS_OUT_NODES * node), -node) if 0 < n < gpu_count)
+    above = (n for n in range(start + node, min(MAX_GPUS, start + WAYS_OUT_NODES * node) + 1, node))
+    return first(below), first(above)
+
+
+def smallest_count_that_fits(evaluate: Evaluator, space: Space, gpu_count: int) -> SearchResult | None:
+    """The smallest whole-node count above `gpu_count` whose search finds a layout that fits.
+
+    More GPUs split the model further, so fitting grows with the count (not strictly: a count
+    with few factors splits less): probe the counts that split at doubling steps, bisect
+    between the last that did not fit and the first that did, then look a few counts below."""
+    counts = [n for n in space.split_counts() if n > gpu_count]
+    cache: dict[int, SearchResult | None] = {}
+
+    def at(i: int) -> SearchResult | None:
+        if i not in cache:
+            cache[i] = fits_at(evaluate, space, counts[i])
+        return cache[i]
+
+    lo, hi, step = -1, None, 1
+    while lo + step < len(counts):
+        if at(lo + step) is not None:
+            hi = lo + step
+            break
+        lo, step = lo + step, step * 2
+    if hi is None:
+        if not counts or at(len(counts) - 1) is None:
+            return None
+        hi = len(counts) - 1
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if at(mid) is not None:
+            hi = mid
+        else:
+            lo = mid
+    for i in range(max(0, hi - 8), hi):
+        if at(i) is not None:
+            return at(i)
+    return at(hi)

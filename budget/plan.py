@@ -13,13 +13,15 @@ from types import MappingProxyType
 from typing import Mapping
 
 from .catalog import OPTIONAL_FIGURES, Catalog
-from .errors import Msg, Problem as _Problem, ScenarioError
+from .errors import InputError, Joined, Msg, Problem as _Problem, ScenarioError
 from .i18n import DEFAULT_LANG, fmt, text
 from .layout import (LAYOUT_INPUTS, layout_domains, Candidate, Evaluator, Layout, NoLayoutFits, SearchResult, Space,
-                     first_count_that_fits, search, smallest_count_for_deadline)
+                     first_count_that_fits, fits_at, nearest_batches, nearest_counts, search,
+                     smallest_count_for_deadline, smallest_count_that_fits)
 from .bind import fx_rows, InputValue, bind, excel_serial, from_serial, schema_paths  # noqa: F401 - re-exported
 from .lineitems import Model
-from .model import ACCELERATOR_TABLE, ACTIVATION_TABLE, FX_TABLE, SEARCH_INPUTS, SEARCH_ITEMS, build_model
+from .model import (ACCELERATOR_TABLE, ACTIVATION_TABLE, FX_TABLE, RECOMPUTE_MODES, SEARCH_INPUTS, SEARCH_ITEMS,
+                    build_model)
 from .scenario import Scenario, resolved_shape
 
 
@@ -193,7 +195,8 @@ def build_plan(s: Scenario, catalog: Catalog, scenario_id: str = "scenario",
     try:
         layout = size_and_lay_out(s, catalog, inputs, lookups)
     except NoLayoutFits as err:
-        raise ScenarioError(file, [_no_layout_problem(s, err.message)], s.language) from None
+        ways = _ways_out(s, catalog, inputs, lookups, err.message, file)
+        raise ScenarioError(file, [_no_layout_problem(s, err.message, ways)], s.language) from None
     except _StagesNeedLayout as err:
         raise ScenarioError(file, [err.problem], s.language) from None
     inputs.update(layout.inputs)
@@ -271,21 +274,7 @@ class _StagesNeedLayout(Exception):
 def size_and_lay_out(s: Scenario, catalog: Catalog, inputs: dict[str, InputValue],
                      lookups: Mapping) -> LayoutChoice:
     """Seed 000 steps 1-3: the GPU count (given, from a deadline, or memory-first) and a layout."""
-    shape = resolved_shape(s, catalog)
-    acc = catalog.accelerator(s.hardware.accelerator)
-    gpn = int(acc.gpus_per_node.value)
-    pins = {name: iv.value for name, iv in inputs.items()
-            if name in LAYOUT_INPUTS and iv.value is not None}
-    model = build_model(s.language)
-    dims = model.layout_inputs()
-    base = {k: iv.value for k, iv in inputs.items()}
-    # Until the search chooses, free dimensions take their simplest value (PP: one stage).
-    base.update({d.name: _cell(d.domain[0] if d.domain else 1) for d in dims if d.name not in pins})
-    base["gpu_count"] = base["gpu_count"] or float(gpn)
-    evaluate = Evaluator(model, base, lookups)
-    space = Space(shape["attention_heads"], shape["layers"], shape["global_batch_sequences"], gpn, pins,
-                  layout_domains(model), int(shape["seq_len"]), s.parallelism.virtual_pipeline_stages,
-                  2 if s.parallelism.first_last_stage_layers_fewer else 0, int(shape.get("moe_experts") or 0))
+    model, pins, base, evaluate, space = _search_setup(s, catalog, inputs, lookups)
     given = s.hardware.gpu_count
 
     lang = s.language
@@ -317,6 +306,28 @@ def size_and_lay_out(s: Scenario, catalog: Catalog, inputs: dict[str, InputValue
 
     mode, result, count_source = _choose_count_and_layout(s, evaluate, space)
     return _layout_choice(s, model, inputs, pins, evaluate, mode, result, count_source)
+
+
+def _search_setup(s: Scenario, catalog: Catalog, inputs: Mapping[str, InputValue], lookups: Mapping,
+                  run=None):
+    """The model, the scenario's pinned layout inputs, the inputs the search starts from, its
+    evaluator and the space it searches."""
+    shape = resolved_shape(s, catalog)
+    acc = catalog.accelerator(s.hardware.accelerator)
+    gpn = int(acc.gpus_per_node.value)
+    pins = {name: iv.value for name, iv in inputs.items()
+            if name in LAYOUT_INPUTS and iv.value is not None}
+    model = build_model(s.language)
+    dims = model.layout_inputs()
+    base = {k: iv.value for k, iv in inputs.items()}
+    # Until the search chooses, free dimensions take their simplest value (PP: one stage).
+    base.update({d.name: _cell(d.domain[0] if d.domain else 1) for d in dims if d.name not in pins})
+    base["gpu_count"] = base["gpu_count"] or float(gpn)
+    evaluate = Evaluator(model, base, lookups, run)
+    space = Space(shape["attention_heads"], shape["layers"], shape["global_batch_sequences"], gpn, pins,
+                  layout_domains(model), int(shape["seq_len"]), s.parallelism.virtual_pipeline_stages,
+                  2 if s.parallelism.first_last_stage_layers_fewer else 0, int(shape.get("moe_experts") or 0))
+    return model, pins, base, evaluate, space
 
 
 def _choose_count_and_layout(s: Scenario, evaluate: Evaluator, space: Space):
@@ -387,10 +398,152 @@ def _ideal_gpus(base: Mapping, deadline_days: float) -> int:
     return max(1, int(ideal_gpu_days / deadline_days))
 
 
-def _no_layout_problem(s: Scenario, why: Msg):
+def _no_layout_problem(s: Scenario, why: Msg, ways: Msg | None = None):
     if s.hardware.gpu_count:
-        return _Problem("hardware.gpu_count", why, Msg("plan.problems.no_layout_at_count.fix"))
-    return _Problem("hardware", why, Msg("plan.problems.no_layout_for_deadline.fix"))
+        return _Problem("hardware.gpu_count", why, ways or Msg("plan.problems.no_layout_at_count.fix"))
+    return _Problem("hardware", why, ways or Msg("plan.problems.no_layout_for_deadline.fix"))
+
+
+# --- ways out, not refusals (issue 13 item 4) -------------------------------------------------
+# A refusal at a given GPU count names what would plan instead, each found by the search itself
+# at the changed input (budget/layout.py: nearest_batches, nearest_counts, smallest_count_that_fits)
+# and costed by the model's own items (training days, total cost, recomputation overhead). The
+# user's inputs never change: a way out is a suggestion with its numbers, the user chooses.
+
+def _ways_out(s: Scenario, catalog: Catalog, inputs: Mapping[str, InputValue], lookups: Mapping,
+              why: Msg, file: str) -> Msg | None:
+    """The fix that lists the ways out of a refusal; None where there is none to compute."""
+    key = why.key
+    if key == "layout.none_fits.deadline_fastest":
+        return Msg("plan.problems.no_layout_for_deadline.fix_fastest", **why.figures)
+    if key == "layout.none_fits.no_count":
+        return Msg("plan.problems.no_split_at_count.fix")
+    _model, pins, _base, evaluate, space = _search_setup(s, catalog, inputs, lookups)
+    if key == "layout.none_fits.no_split" and s.hardware.gpu_count:
+        return _split_ways_out(evaluate, space, s.hardware.gpu_count)
+    if key in ("layout.none_fits.no_memory", "layout.none_fits.deadline_no_fit"):
+        return _memory_ways_out(s, catalog, inputs, file, evaluate, space, pins)
+    return None
+
+
+WAYS_OUT_COUNTS = 16     # memory-first counts a lever is tried at (the plan itself tries 256)
+
+
+def _lever_result(s: Scenario, evaluate: Evaluator, space: Space) -> SearchResult | None:
+    """A lever planned the way the scenario sets its count (given, from the deadline, memory
+    first): the search's result, or None when no layout fits (or meets the deadline)."""
+    try:
+        if s.hardware.gpu_count:
+            return search(evaluate, space, s.hardware.gpu_count, keep=1)
+        if s.hardware.deadline_days:
+            start = max(evaluate.base["min_gpus_for_memory"], _ideal_gpus(evaluate.base, s.hardware.deadline_days))
+            return smallest_count_for_deadline(evaluate, space, s.hardware.deadline_days, int(start))[0]
+        return first_count_that_fits(evaluate, space, int(evaluate.base["memory_first_gpus"]), WAYS_OUT_COUNTS)
+    except NoLayoutFits:
+        return None
+
+
+def _either(items: list):
+    """'a' or 'a or b', in the reader's language."""
+    return items[0] if len(items) == 1 else Msg("errors.list.or", items=items[0], last=items[1])
+
+
+def _split_ways_out(evaluate: Evaluator, space: Space, gpus: int) -> Msg:
+    """The nearest batches that split over the asked GPUs, the nearest counts that split the batch."""
+    batches = [Msg("plan.ways_out.batch", batch=w.value, tokens=w.evaluate.base["global_batch_tokens"])
+               for w in nearest_batches(evaluate, space, gpus) if w is not None]
+    counts = [Msg("plan.ways_out.count", gpus=w.value)
+              for w in nearest_counts(evaluate, space, gpus) if w is not None]
+    figures = {"gpus": gpus, "batch": space.global_batch}
+    if batches and counts:
+        return Msg("plan.problems.no_split_at_count.fix_both", batches=_either(batches),
+                   counts=_either(counts), **figures)
+    if batches:
+        return Msg("plan.problems.no_split_at_count.fix_batch", batches=_either(batches), **figures)
+    if counts:
+        return Msg("plan.problems.no_split_at_count.fix_count", counts=_either(counts), **figures)
+    return Msg("plan.problems.no_split_at_count.fix")
+
+
+def _memory_ways_out(s: Scenario, catalog: Catalog, inputs: Mapping[str, InputValue], file: str,
+                     evaluate: Evaluator, space: Space, pins: Mapping) -> Msg:
+    """Each lever (a higher ZeRO stage, selective then full recomputation, more GPUs, a larger
+    accelerator), planned: the ones that fit, cheapest first, then the ones that do not."""
+    currency, gpus = s.prices.currency, s.hardware.gpu_count
+    fitting: list[tuple[float, Msg]] = []
+    failing: list[Msg] = []
+
+    def way(key: str, result: SearchResult, **figures) -> None:
+        v = result.best.values
+        fitting.append((v["total_cost"], Msg(key, layout=result.best.layout.described(v["dp_size"]),
+                                             gpus=result.gpu_count, days=v["train_days"],
+                                             total=v["total_cost"], currency=currency, **figures)))
+
+    def pinned(**values) -> SearchResult | None:
+        return _lever_result(s, evaluate, replace(space, pins={**space.pins, **values}))
+
+    if "zero_stage" in pins:
+        stages = [z for z in space.domains["zero_stage"] if float(z) > float(pins["zero_stage"])]
+        found = next(((z, r) for z in stages if (r := pinned(zero_stage=z))), None)
+        if found:
+            way("plan.ways_out.zero", found[1], stage=int(found[0]))
+        elif stages:
+            failing.append(Msg("plan.ways_out.zero_none", stage=int(stages[-1])))
+    if "recompute" in pins and pins["recompute"] != RECOMPUTE_MODES[-1]:
+        modes = RECOMPUTE_MODES[RECOMPUTE_MODES.index(pins["recompute"]) + 1:]
+        found = next(((m, r) for m in modes if (r := pinned(recompute=m))), None)
+        if found:
+            way("plan.ways_out.recompute", found[1], mode=found[0],
+                recompute=Msg(f"layout.recompute.{found[0]}"),
+                overhead=found[1].best.values["recompute_overhead"])
+        else:
+            failing.append(Msg("plan.ways_out.recompute_none"))
+    if gpus:     # otherwise the scenario's own mode chose the count
+        more = smallest_count_that_fits(evaluate, space, gpus)
+        if more is not None:
+            way("plan.ways_out.more_gpus", more)
+        else:
+            failing.append(Msg("plan.ways_out.more_gpus_none"))
+    larger = _larger_accelerator(s, catalog, inputs, file, evaluate)
+    if larger is not None:
+        acc, result = larger
+        way("plan.ways_out.accelerator", result, accelerator=acc.name, id=acc.id)
+    else:
+        failing.append(Msg("plan.ways_out.accelerator_none", gpus=gpus) if gpus
+                       else Msg("plan.ways_out.accelerator_none_any"))
+    fitting.sort(key=lambda t: t[0])
+    listed = [fitting[0][1]] + [Msg("plan.ways_out.dearer", way=m, delta=cost - fitting[0][0], currency=currency)
+                                for cost, m in fitting[1:]] if fitting else []
+    if not listed:
+        return Msg("plan.problems.no_layout_at_count.fix_none",
+                   ways=Joined(failing, "plan.ways_out.join"))
+    return Msg("plan.problems.no_layout_at_count.fix_ways",
+               ways=Joined(listed + failing, "plan.ways_out.join"))
+
+
+def _larger_accelerator(s: Scenario, catalog: Catalog, inputs: Mapping[str, InputValue], file: str,
+                        evaluate: Evaluator):
+    """The catalog accelerator with the least memory above the scenario's own on which a layout
+    fits (at the asked count in its whole nodes, or at the count the scenario's mode chooses),
+    at the scenario's other inputs and prices."""
+    own = catalog.accelerator(s.hardware.accelerator)
+    larger = sorted((a for a in catalog.accelerators if a.hbm_gb.value > own.hbm_gb.value),
+                    key=lambda a: a.hbm_gb.value)
+    model, lookups, gpus = evaluate.model, evaluate.tables, s.hardware.gpu_count
+    for acc in larger:
+        gpn = int(acc.gpus_per_node.value)
+        count = -(-gpus // gpn) * gpn if gpus else None
+        other = s.model_copy(update={"hardware": s.hardware.model_copy(
+            update={"accelerator": acc.id, "gpu_count": count})})
+        try:       # the plan's inputs, with those the accelerator sets bound anew
+            changed = {**inputs, **bind(model, other, catalog, file)}
+        except InputError:
+            continue        # no price or figure for this accelerator: not a way out
+        _m, _p, _b, ev, space = _search_setup(other, catalog, changed, lookups, evaluate.run)
+        result = _lever_result(other, ev, space)
+        if result is not None:
+            return acc, result
+    return None
 
 
 def _evaluate(model, inputs: dict, lookups: Mapping, file: str) -> dict:

@@ -65,6 +65,40 @@ BAD_INPUTS = {
 }
 
 
+# Refusals of the planner, each with its ways out (issue 13 item 4): found and costed by the
+# planner itself (tests/test_plan.py plans each suggestion).
+_PLAIN = "name: refused\nmodel:\n  preset: {preset}\ndata:\n  train_tokens: {tokens}\n{batch}" \
+         "hardware:\n  accelerator: nvidia_h100_sxm\n  {count}\nprices:\n  currency: USD\n  per_gpu_hour: 2.0\n"
+REFUSALS = {
+    "batch-does-not-split": (
+        _PLAIN.format(preset="llama3-8b", tokens="100B", batch="  global_batch_sequences: 1001\n",
+                      count="gpu_count: 512"),
+        "error: {f}: hardware.gpu_count: no layout splits 512 GPUs: TP x PP must divide the GPU count "
+        "and DP x micro-batch must divide the global batch\n"
+        "  fix: set data.global_batch_sequences to 1,000 (8,192,000 tokens per step) or 1,002 "
+        "(8,208,384 tokens per step), the nearest batches that split over 512 GPUs, or "
+        "hardware.gpu_count to 448 or 616, the nearest whole-node counts that split the batch of "
+        "1,001 sequences\n"),
+    "no-layout-fits": (
+        _PLAIN.format(preset="gpt3-175b", tokens="300B", batch="", count="gpu_count: 8"),
+        "error: {f}: hardware.gpu_count: no layout of 8 GPUs fits in memory: the leanest (TP 8 × PP 1 "
+        "× DP 1, micro-batch 1, no ZeRO, full recomputation, sequence parallel) needs 350.6 GB of "
+        "72.0 GB usable\n"
+        "  fix: ways out, cheapest first: 48 GPUs (hardware.gpu_count: 48), the fewest whole nodes "
+        "that fit, as TP 8 × PP 1 × DP 6, micro-batch 1, ZeRO-3, no recomputation, sequence parallel: "
+        "164.4 training days, total 785,264 USD; no larger accelerator of the catalog fits at 8 GPUs\n"),
+    "deadline-not-met": (
+        _PLAIN.format(preset="llama3-8b", tokens="15T", batch="  global_batch_sequences: 1009\n",
+                      count="deadline_days: 2"),
+        "error: {f}: hardware: no GPU count up to 1,048,576 trains within 2 days: the fastest of those "
+        "tried at each doubling, 8,072 GPUs, trains within 3.2 days with failures\n"
+        "  fix: set hardware.deadline_days to 3.2 or more (at 8,072 GPUs), or choose a faster "
+        "accelerator (hardware.accelerator) or lower the interruptions that grow with the count "
+        "(reliability.*)\n"),
+}
+BAD_INPUTS.update(REFUSALS)
+
+
 @pytest.mark.parametrize("case", sorted(BAD_INPUTS))
 def test_bad_input_exact_message_exit_2_nothing_written(tmp_path, capsys, case):
     text, expected = BAD_INPUTS[case]

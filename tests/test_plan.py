@@ -285,3 +285,170 @@ def test_hfu_is_all_in_and_converted_with_full_recomputation(catalog):
     assert p["baseline_mfu"] == pytest.approx(0.5 * 6 * N / (6 * N + 2 * (N - Vh)), rel=1e-12)
     assert p.inputs["layout_efficiency_override"].value == 1.0
     assert "hardware.hfu" in p.inputs["layout_efficiency_override"].source
+
+
+# --- ways out, not refusals (issue 13 item 4) --------------------------------------------------
+# A refusal names what would plan instead, each way out found by the planner's own search and
+# costed by its own items: planning the suggestion gives the figures the message quoted.
+
+from budget.errors import ScenarioError  # noqa: E402
+from budget.layout import Space, layout_domains, splits  # noqa: E402
+from budget.model import build_model  # noqa: E402
+
+
+def _scenario(preset: str, gpus: int | None, parallelism: dict | None = None, **changes) -> dict:
+    data = {"name": "ways out", "model": {"preset": preset}, "data": {"train_tokens": "1T"},
+            "hardware": {"accelerator": "nvidia_h100_sxm", "gpu_count": gpus},
+            "parallelism": parallelism or {}, "prices": {"currency": "USD", "per_gpu_hour": 2.0}}
+    return with_changes(data, changes)
+
+
+def _refusal(catalog, data):
+    with pytest.raises(ScenarioError) as err:
+        plan_of(data, catalog)
+    return err.value.problems[0]
+
+
+# Llama 3 8B (32 heads, 32 layers) with 1,001 = 7 × 11 × 13 sequences a step on 512 H100: DP must
+# divide the batch, so DP is 1 and TP × PP would have to be 512, over the 8 × 32 the model allows.
+SPLIT = _scenario("llama3-8b", 512, **{"data.global_batch_sequences": 1001})
+
+
+def test_a_batch_that_does_not_split_names_the_nearest_batches_and_counts(catalog):
+    problem = _refusal(catalog, SPLIT)
+    assert problem.path == "hardware.gpu_count"
+    assert problem.fix == (
+        "set data.global_batch_sequences to 1,000 (8,192,000 tokens per step) or 1,002 (8,208,384 "
+        "tokens per step), the nearest batches that split over 512 GPUs, or hardware.gpu_count to "
+        "448 or 616, the nearest whole-node counts that split the batch of 1,001 sequences")
+    # each suggestion plans: 1,000 = DP 8 × 125, 1,002 = DP 2 × 501; 448 = TP × PP 64 × DP 7, 616 = 8 × 77
+    for change, gpus in (({"data.global_batch_sequences": 1000}, 512), ({"data.global_batch_sequences": 1002}, 512),
+                         ({"hardware.gpu_count": 448}, 448), ({"hardware.gpu_count": 616}, 616)):
+        plan = plan_of(with_changes(SPLIT, change), catalog)
+        assert plan.gpu_count == gpus and plan.fits and plan.values["check_batch_divides"] == 0
+        assert plan.values["global_batch_tokens"] == plan.values["global_batch_sequences"] * 8192
+    # and they are the nearest: no whole-node count between them splits the batch
+    space = Space(32, 32, 1001, 8, {}, layout_domains(build_model()))
+    assert [n for n in range(448, 617, 8) if splits(space, n)] == [448, 616]
+
+
+def _ways(problem):
+    """The ways out a no-memory refusal lists, cheapest first: (message id, figures) each."""
+    ways = problem.how.figures["ways"].items
+    return [(w.figures["way"] if w.key == "plan.ways_out.dearer" else w) for w in ways]
+
+
+# One case per lever being the cheapest way out; the change that takes it; and what the others say.
+LEVERS = {
+    # GPT-3 175B on one node: 2.8 TB of weights and optimizer state; no accelerator holds an eighth
+    "more GPUs": (_scenario("gpt3-175b", 8), "plan.ways_out.more_gpus",
+                  lambda f: {"hardware.gpu_count": f["gpus"]}),
+    # Llama 3 70B pinned to TP 8 × PP 1 without ZeRO: ZeRO-1 shards the optimizer over DP 8
+    "ZeRO": (_scenario("llama3-70b", 64, {"tp": 8, "pp": 1, "zero_stage": 0, "recompute": "none",
+                                          "micro_batch_size": 1}), "plan.ways_out.zero",
+             lambda f: {"parallelism.zero_stage": f["stage"]}),
+    # Llama 3 70B on two nodes at TP 8, no ZeRO, no recomputation: a 128 GB accelerator holds it
+    "accelerator": (_scenario("llama3-70b", 16, {"tp": 8, "zero_stage": 0, "recompute": "none"}),
+                    "plan.ways_out.accelerator", lambda f: {"hardware.accelerator": f["id"]}),
+    # Llama 3 8B at 8K tokens, micro-batch 8 on one node: only recomputing the activations fits
+    "recomputation": (_scenario("llama3-8b", 8, {"tp": 1, "pp": 1, "zero_stage": 3, "recompute": "none",
+                                                 "micro_batch_size": 8},
+                                **{"model.seq_len": 8192, "data.global_batch_sequences": 512}),
+                      "plan.ways_out.recompute", lambda f: {"parallelism.recompute": f["mode"]}),
+}
+
+
+@pytest.mark.parametrize("lever", sorted(LEVERS))
+def test_no_layout_fits_lists_the_levers_cheapest_first(catalog, lever):
+    data, first, change = LEVERS[lever]
+    problem = _refusal(catalog, data)
+    assert problem.message.startswith(f"no layout of {data['hardware']['gpu_count']} GPUs fits in memory")
+    assert problem.how.key == "plan.problems.no_layout_at_count.fix_ways"
+    ways = _ways(problem)
+    assert ways[0].key == first, problem.fix
+    # the way out plans, at the days and the cost the message quoted
+    figures = ways[0].figures
+    plan = plan_of(with_changes(data, change(figures)), catalog)
+    assert plan.fits
+    assert plan.train_days == pytest.approx(figures["days"], rel=1e-9)
+    assert plan.total_cost == pytest.approx(figures["total"], rel=1e-9)
+    # every other way that fits costs more, by the delta it says
+    costs = [w.figures["total"] for w in ways if "total" in w.figures]
+    assert costs == sorted(costs)
+    for w in problem.how.figures["ways"].items[1:]:
+        if w.key == "plan.ways_out.dearer":
+            assert w.figures["delta"] == pytest.approx(w.figures["way"].figures["total"] - costs[0])
+
+
+def test_more_gpus_is_the_fewest_whole_nodes_that_fit(catalog):
+    data, _, _ = LEVERS["more GPUs"]
+    figures = _ways(_refusal(catalog, data))[0].figures
+    assert figures["gpus"] == 48
+    # every smaller count above the asked 8 that splits GPT-3's 1,536 sequences has no layout that fits
+    space = Space(96, 96, 1536, 8, {}, layout_domains(build_model()))
+    smaller = [n for n in range(16, 48, 8) if splits(space, n)]
+    assert smaller == [16, 24, 32]
+    for n in smaller:
+        problem = _refusal(catalog, with_changes(data, {"hardware.gpu_count": n}))
+        assert problem.message.startswith(f"no layout of {n} GPUs fits in memory")
+
+
+def test_the_levers_that_do_not_fit_say_so(catalog):
+    data, _, _ = LEVERS["ZeRO"]
+    assert _refusal(catalog, data).fix == (
+        "ways out, cheapest first: ZeRO-1 (parallelism.zero_stage: 1) fits on 64 GPUs as TP 8 × PP 1 × DP 8, "
+        "micro-batch 1, ZeRO-1, no recomputation, sequence parallel: 170.8 training days, total 963,019 USD; "
+        "NVIDIA GB200 NVL72 (per GPU) (hardware.accelerator: nvidia_gb200), the catalog's smallest memory "
+        "that fits, at 64 GPUs as TP 8 × PP 1 × DP 8, micro-batch 1, no ZeRO, no recomputation, sequence "
+        "parallel: 275.8 training days, total 1,432,023 USD at the scenario's prices, 469,004 USD more; "
+        "even full recomputation does not fit; no GPU count that splits the batch fits")
+
+
+# GPT-3 175B pinned to TP 8 × PP 1 without ZeRO or recomputation: 360 GB a GPU at any count.
+PINNED_175B = {"tp": 8, "pp": 1, "zero_stage": 0, "recompute": "none", "micro_batch_size": 1}
+
+
+@pytest.mark.parametrize("mode, count", [("memory first", {}), ("deadline", {"hardware.deadline_days": 30})])
+def test_without_a_count_the_levers_are_planned_the_scenarios_way(catalog, mode, count):
+    """Memory first or from a deadline, a lever is planned as the scenario sets its count: the
+    count it names is the one the plan with that lever chooses."""
+    data = _scenario("gpt3-175b", None, PINNED_175B, **{"data.train_tokens": "300B", **count})
+    problem = _refusal(catalog, data)
+    assert problem.path == "hardware"
+    assert problem.message == {
+        "memory first": "no layout of 12288 GPUs fits in memory: the leanest (TP 8 × PP 1 × DP 1536, "
+                        "micro-batch 1, no ZeRO, no recomputation, sequence parallel) needs 360.3 GB of 72.0 GB usable",
+        "deadline": "no layout fits in memory at any GPU count that splits the batch (tried at each "
+                    "doubling from 8 to 12,288)"}[mode]
+    ways = _ways(problem)
+    assert [w.key for w in ways] == ["plan.ways_out.zero", "plan.ways_out.recompute_none",
+                                     "plan.ways_out.accelerator_none_any"]
+    figures = ways[0].figures
+    plan = plan_of(with_changes(data, {"parallelism.zero_stage": figures["stage"]}), catalog)
+    assert (plan.gpu_count, plan["zero_stage"]) == (figures["gpus"], 2)
+    assert plan.total_cost == pytest.approx(figures["total"], rel=1e-9)
+
+
+def test_ways_out_are_said_in_the_plans_language(catalog):
+    data, _, _ = LEVERS["more GPUs"]
+    problem = _refusal(catalog, with_changes(data, {"language": "zh"}))
+    assert problem.fix_in("zh").startswith("可行的出路（按费用从低到高）：48 张 GPU（hardware.gpu_count: 48）")
+    assert "；" in problem.fix_in("zh")
+    problem = _refusal(catalog, with_changes(SPLIT, {"language": "zh"}))
+    assert problem.fix_in("zh").startswith("请把 data.global_batch_sequences 改为 1,000（每步 8,192,000 个 token）")
+
+
+# Llama 3 8B on 15T tokens with a prime batch of 1,009 sequences: DP is 1 or 1,009, and from some
+# thousands of GPUs up interruptions come faster than each one costs, so the largest counts never end.
+DEADLINE = _scenario("llama3-8b", None, **{"data.train_tokens": "15T", "data.global_batch_sequences": 1009,
+                                           "hardware.deadline_days": 2})
+
+
+def test_a_deadline_no_count_meets_names_the_fastest_count(catalog):
+    problem = _refusal(catalog, DEADLINE)
+    assert problem.path == "hardware"
+    assert problem.message == ("no GPU count up to 1,048,576 trains within 2 days: the fastest of those "
+                               "tried at each doubling, 8,072 GPUs, trains within 3.2 days with failures")
+    assert problem.fix.startswith("set hardware.deadline_days to 3.2 or more (at 8,072 GPUs)")
+    plan = plan_of(with_changes(DEADLINE, {"hardware.deadline_days": 3.2}), catalog)
+    assert plan.gpu_count == 8072 and plan.values["stretched_training_days"] <= 3.2
