@@ -360,8 +360,8 @@ def smallest_count_for_deadline(evaluate: Evaluator, space: Space, deadline_days
         return (result is not None
                 and 0 < result.best.values["stretched_training_days"] <= deadline_days * (1 + 1e-12))
 
-    if not counts:
-        raise NoLayoutFits(Msg("layout.none_fits.deadline", max_gpus=MAX_GPUS, deadline=deadline_days))
+    if not counts:      # the batch, not the deadline: no count from the start splits it
+        raise NoLayoutFits(Msg("layout.none_fits.no_count", start=start_gpus))
     lo, hi = 0, len(counts) - 1
     if not meets(hi):
         # Failures grow with the count, so the largest counts may be slower (or never end):
@@ -479,7 +479,7 @@ def nearest_batches(evaluate: Evaluator, space: Space, gpu_count: int) -> tuple[
         return None
 
     near = range(WAYS_OUT_SEARCHES)
-    below = {(batch // d - k) * d for d in steps for k in near} | {(-(-batch // d) - 1 - k) * d for d in steps for k in near}
+    below = {((batch - 1) // d - k) * d for d in steps for k in near}
     above = {(batch // d + 1 + k) * d for d in steps for k in near}
     return (first({b for b in below if 0 < b < batch}), first({b for b in above if batch < b <= MAX_BATCH}))
 

@@ -185,6 +185,20 @@ def test_the_deadline_search_skips_counts_whose_run_never_ends(catalog):
     assert 0 < plan.values["stretched_training_days"] <= 5
 
 
+def test_a_deadline_with_a_batch_no_count_splits_says_so(catalog):
+    """A micro-batch of 3 never divides 1,000 sequences: the batch, not the deadline, is the
+    problem, and the fix says which keys to change."""
+    data = {"name": "d", "model": {"preset": "llama3-8b"},
+            "data": {"train_tokens": "300B", "global_batch_sequences": 1000},
+            "hardware": {"accelerator": "nvidia_h100_sxm", "deadline_days": 10},
+            "parallelism": {"micro_batch_size": 3}, "prices": {"currency": "USD", "per_gpu_hour": 2.0}}
+    with pytest.raises(ScenarioError) as err:
+        plan_of(data, catalog)
+    problem = err.value.problems[0]
+    assert problem.message == "no GPU count from 32 up can be split for this batch"
+    assert problem.fix == text("plan.problems.no_split_at_count.fix", "en")
+
+
 def test_reference_layout_efficiency_is_what_the_model_gives_its_reference(catalog):
     """The default 0.82 is the model's efficiency for the layout its note describes."""
     plan = plan_of(_computed_efficiency(**{"hardware.gpu_count": 512, "parallelism": {
