@@ -20,6 +20,7 @@ from .catalog import Catalog
 from .errors import Msg, Problem, ScenarioError
 from .i18n import fmt, text
 from .lineitems import InputDef, Model
+from .model import FITTED_COEFFICIENTS
 from .scenario import PRECISIONS, Scenario, fx_table, precision_note, resolved_shape
 
 EXCEL_EPOCH = dt.date(1899, 12, 30)
@@ -163,7 +164,7 @@ def bind(model: Model, s: Scenario, catalog: Catalog, scenario_file: str = "scen
     """Every assumption input of `model` (not the search's outputs or workbook structure)."""
     b = Binder(s, catalog, scenario_file)
     special = {**_shape(b, model), **_utilisation(b), **_precision(b), **_staffing(b), **_stages(b), **_gpu_price(b),
-               **_catalog_defaults(b)}
+               **_catalog_defaults(b), **_fitted(b)}
     out: dict[str, InputValue] = {}
     for d in model.inputs.values():
         if d.name in special:
@@ -225,6 +226,22 @@ def _catalog_defaults(b: Binder) -> dict[str, InputValue]:
         else:
             source = b.text("default_cited", cite=prices.cite(fig))
         out[name] = InputValue(float(fig.value), source, fig.note)
+    return out
+
+
+def _fitted(b: Binder) -> dict[str, InputValue]:
+    """The fitted step-time model's coefficients the scenario leaves out: catalogs/efficiency.yaml's."""
+    fit = b.catalog.efficiency
+    if fit is None:
+        return {}
+    out = {}
+    for name in FITTED_COEFFICIENTS:
+        if f"efficiency.fitted.{name}" not in b.explicit:
+            fig = getattr(fit, name)
+            out[f"fitted_{name}"] = InputValue(float(fig.value), b.text("fitted_default", rows=fit.rows,
+                                                                          as_of=fit.as_of.isoformat()), fig.note)
+    if "efficiency.fitted.unfitted_reference" not in b.explicit:
+        out["fitted_reference_accelerator"] = InputValue(fit.unfitted_reference, b.text("fitted_reference"))
     return out
 
 

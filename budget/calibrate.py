@@ -4,7 +4,7 @@ runs it has not seen (leave-one-source-out).
 The model is linear in its coefficients, so the fit is least squares (non-negative) and each
 fold of the cross-validation refits in milliseconds:
 
-    step time = (1 + bubble) · [ matmul time at peak · (α_arch + β·1000/(h/TP) + κ·immaturity)
+    step time = (1 + bubble) · [ matmul time at peak · (α_arch + β/(h/TP) + κ·immaturity)
                                  + attention time at peak · γ ]
                 + δ · DP time (ZeRO 0–2) + δ₃ · DP time (ZeRO-3/FSDP) + PP, CP and EP time
 
@@ -135,41 +135,36 @@ def row_scenario(row: Mapping, catalog: Catalog) -> dict:
             par[key] = assumed[key]
     if "dropout" in assumed:
         model["dropout"] = assumed["dropout"]
+    year, month = (int(x) for x in str(row["software_date"]).split("-"))
     return {"name": row["id"], "model": model,
             "data": {"train_tokens": "1T", "global_batch_sequences": int(row["global_batch_sequences"])},
             "hardware": {"accelerator": row["accelerator"], "gpu_count": int(row["gpu_count"]),
                          "flops_basis": "with_attention"},
-            "prices": {"per_gpu_hour": 1.0}, "parallelism": par}
+            "prices": {"per_gpu_hour": 1.0}, "parallelism": par,
+            # the run's software date as the start: the model's architecture_years is its maturity
+            "schedule": {"start_date": dt.date(year, month, 15)},
+            "efficiency": {"model": "fitted", "fitted": {"immaturity_cap_years": IMMATURITY_CAP_YEARS}}}
 
 
 def architecture_of(accelerator: str) -> str | None:
     return next((a for a, ids in ARCHITECTURES.items() if accelerator in ids), None)
 
 
-def _years(later: dt.date, earlier: dt.date) -> float:
-    return (later - earlier).days / 365.25
-
-
-def terms_of(values: Mapping, architecture: str, maturity_years: float) -> tuple[tuple[float, ...], float]:
-    """The features of one planned run (the plan's item values) and its fixed seconds."""
-    peak = values["peak_bf16_tflops"] * 1e12
-    per_gpu = values["global_batch_tokens"] / values["gpu_count"]
-    fwd = values["forward_flops_per_param_token"] / values["flops_per_param_token"]
-    attn = values["attention_flops_per_token"]
-    matmul = values["flops_per_token_with_attention"] - attn
-    logits = values["flops_per_param_token"] * values["vocab_size"] * values["hidden_size"]
-    full, selective = values["recompute"] == "full", values["recompute"] == "selective"
-    gemm_s = (matmul + (fwd * (matmul - logits) if full else 0)) * per_gpu / peak
-    attn_s = attn * (1 + (fwd if full else 1 if selective else 0)) * per_gpu / peak
-    k = 1 + values["bubble_fraction"]
-    zero3 = values["zero_stage"] >= 3
-    arch = tuple(k * gemm_s if a == architecture else 0.0 for a in ARCHITECTURES)
-    rest = (k * gemm_s * 1000 / (values["hidden_size"] / values["tp_size"]),
-            k * attn_s,
-            0.0 if zero3 else values["dp_comm_s"],
-            values["dp_comm_s"] if zero3 else 0.0,
-            k * gemm_s * max(0.0, IMMATURITY_CAP_YEARS - maturity_years))
-    fixed = values["pp_comm_s"] + values["cp_comm_s"] + values["ep_comm_s"] * values["ep_comm_exposed"]
+def terms_of(values: Mapping, architecture: str) -> tuple[tuple[float, ...], float]:
+    """The features of one planned run and its fixed seconds, from the plan's items of the fitted
+    step-time model (budget/model.py `_fitted_step_time`): fitted_step_s is Σ coefficient × feature
+    + fixed with the same items, so the fit and the workbook share every definition."""
+    v = values
+    k = 1 + v["bubble_fraction"]
+    matmul = k * v["matmul_at_peak_s"]
+    zero3 = v["zero_stage"] > 2
+    arch = tuple(matmul if a == architecture else 0.0 for a in ARCHITECTURES)
+    rest = (matmul / (v["hidden_size"] / v["tp_size"]),
+            k * v["attention_at_peak_s"],
+            0.0 if zero3 else v["dp_comm_s"],
+            v["dp_comm_s"] if zero3 else 0.0,
+            matmul * max(0.0, v["fitted_immaturity_cap_years"] - v["architecture_years"]))
+    fixed = v["pp_comm_s"] + v["cp_comm_s"] + v["ep_comm_s"] * v["ep_comm_exposed"]
     return arch + rest, fixed
 
 
@@ -180,7 +175,6 @@ def fit_rows(catalog: Catalog | None = None, rows: Iterable[Mapping] | None = No
     from .scenario import parse_scenario
     from .errors import ScenarioError
     catalog = catalog or load_catalog()
-    launched = {a.id: a.architecture_launched.value for a in catalog.accelerators}
     used, left = [], []
     for row in rows if rows is not None else load_rows():
         arch = architecture_of(row["accelerator"])
@@ -197,9 +191,7 @@ def fit_rows(catalog: Catalog | None = None, rows: Iterable[Mapping] | None = No
         except ScenarioError as e:
             left.append((row["id"], str(e).splitlines()[0]))
             continue
-        year, month = (int(x) for x in str(row["software_date"]).split("-"))
-        maturity = _years(dt.date(year, month, 15), dt.date.fromisoformat(str(launched[row["accelerator"]])))
-        features, fixed = terms_of(plan.values, arch, maturity)
+        features, fixed = terms_of(plan.values, arch)
         used.append(Row(row["id"], row["source_id"], arch, tokens,
                         plan.values["global_batch_tokens"] / plan.values["gpu_count"], features, fixed))
     return used, left
@@ -270,10 +262,52 @@ def coefficient_names() -> tuple[str, ...]:
     return tuple(f"arch_{a}" for a in ARCHITECTURES) + TERMS
 
 
-def main() -> int:      # pragma: no cover - a report for people
+SOURCE = "fit of catalogs/throughput_runs.yaml by budget/calibrate.py, non-negative least squares"  # i18n: not text
+
+
+def fit_document(rows: Sequence[Row], as_of: dt.date, reference: str = "nvidia_h100_sxm") -> dict:
+    """catalogs/efficiency.yaml's content: the coefficients as sourced figures, the architectures
+    they cover, and the cross-validated error (budget.catalog.EfficiencyFit reads it)."""
+    coef = dict(zip(coefficient_names(), fit(rows)))
+    v = cross_validate(rows)
+    fitted = {a for a in ARCHITECTURES if any(r.architecture == a for r in rows)}
+
+    def figure(value: float, note: str) -> dict:
+        return {"value": round(value, 6), "source": "throughput_fit", "as_of": as_of.isoformat(), "note": note}
+
+    n = {a: sum(r.architecture == a for r in rows) for a in fitted}
+    return {  # i18n: not text (data file)
+        "source": SOURCE, "as_of": as_of.isoformat(), "rows": len(rows),
+        "architectures": {a: list(ids) for a, ids in ARCHITECTURES.items()},
+        "matmul_factor": {a: figure(coef[f"arch_{a}"], f"{n[a]} rows") for a in ARCHITECTURES if a in fitted},
+        "width_factor": figure(coef["width"], "adds this ÷ (h/TP) to the matmul factor"),
+        "attention_factor": figure(coef["attention"], "attention-score time at peak × this"),
+        "dp_exposed": figure(coef["dp_exposed"], "share of the DP time not hidden (ZeRO 0-2)"),
+        "zero3_exposed": figure(coef["zero3_exposed"], "share of the DP time not hidden (ZeRO-3/FSDP)"),
+        "immaturity_factor": figure(coef["immaturity"], "per year of software younger than the cap"),
+        "immaturity_cap_years": figure(IMMATURITY_CAP_YEARS, "chosen by cross-validation (1 to 3 years)"),
+        "unfitted_reference": reference,
+        "validation": {"held_out": v.held_out, "sources": v.sources, "within": round(v.within, 6),
+                       "median_abs_error": round(v.median_abs_error, 6)},
+    }
+
+
+def write_fit(path: Path, doc: Mapping) -> None:
+    header = "".join(f"# {line}\n" for line in (  # i18n: not text
+        "Written by `python -m budget.calibrate --write` (do not edit by hand: tests/test_calibrate.py",  # i18n: not text
+        "refits the rows and compares). The step-time model of budget/calibrate.py, its coefficients",  # i18n: not text
+        "fitted on catalogs/throughput_runs.yaml, and its leave-one-source-out error."))  # i18n: not text
+    path.write_text(header + yaml.safe_dump(dict(doc), sort_keys=False, allow_unicode=True), encoding="utf-8")
+
+
+def main(argv: Sequence[str] | None = None) -> int:      # pragma: no cover - a report for people
+    import sys
+    argv = list(sys.argv[1:] if argv is None else argv)
     rows, left = fit_rows()
     coef = fit(rows)
     v = cross_validate(rows)
+    if "--write" in argv:
+        write_fit(data_dir("catalogs") / "efficiency.yaml", fit_document(rows, dt.date.today()))
     for name, c in zip(coefficient_names(), coef):
         print(f"{name:16} {c:.4f}")    # i18n: not text
     print(f"rows {len(rows)} (left out {len(left)}); in-sample within ±10%: {v.in_sample_within:.0%}")  # i18n: not text

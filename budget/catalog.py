@@ -313,12 +313,46 @@ class _ModelFile(_Strict):
     models: list[ModelPreset]
 
 
+class FitValidation(_Strict):
+    """Leave-one-source-out: held-out rows, the share within ±10%, their median |error|."""
+    held_out: int
+    sources: int
+    within: float
+    median_abs_error: float
+
+
+class EfficiencyFit(_Strict):
+    """catalogs/efficiency.yaml: the step-time model's coefficients, fitted on the published
+    throughput rows by budget/calibrate.py (`python -m budget.calibrate --write`), with the
+    accelerators each fitted architecture covers and how well the fit predicts held-out sources."""
+    source: str
+    as_of: dt.date
+    rows: int
+    architectures: dict[str, list[str]]      # architecture -> accelerator ids sharing its kernels
+    matmul_factor: dict[str, Figure]          # per architecture (only those with rows)
+    width_factor: Figure
+    attention_factor: Figure
+    dp_exposed: Figure
+    zero3_exposed: Figure
+    immaturity_factor: Figure
+    immaturity_cap_years: Figure
+    unfitted_reference: str                   # the accelerator an unfitted one is scaled from
+    validation: FitValidation
+
+    def matmul_factor_of(self, accelerator_id: str) -> float | None:
+        for arch, ids in self.architectures.items():
+            if accelerator_id in ids and arch in self.matmul_factor:
+                return self.matmul_factor[arch].value
+        return None
+
+
 @dataclass(frozen=True)
 class Catalog:
     accelerators: tuple[Accelerator, ...]
     sources: dict[str, str]
     models: tuple[ModelPreset, ...]
     prices: PriceCatalog | None = None
+    efficiency: EfficiencyFit | None = None
 
     def accelerator(self, acc_id: str) -> Accelerator:
         for acc in self.accelerators:
@@ -347,7 +381,7 @@ class Catalog:
             return self
         added = {r.id: _accelerator_from_row(r) for r in rows}
         kept = tuple(added.pop(a.id, a) for a in self.accelerators)
-        return Catalog(kept + tuple(added.values()), self.sources, self.models, self.prices)
+        return Catalog(kept + tuple(added.values()), self.sources, self.models, self.prices, self.efficiency)
 
 
 FIGURES = ("peak_bf16_tflops", "hbm_gb", "gpus_per_node", "intra_node_gb_per_s",
@@ -391,4 +425,5 @@ def load_catalog(folder: Path | None = None) -> Catalog:
                     Msg("errors.catalog.no_accelerator.fix"))])
     price_catalog = PriceCatalog(tuple(prices.rental), tuple(prices.purchase), tuple(prices.grid_intensity),
                                  prices.energy, prices.ownership, dict(prices.fx_rates), dict(prices.sources))
-    return Catalog(tuple(accs.accelerators), dict(accs.sources), tuple(models.models), price_catalog)
+    efficiency = _validated(folder / "efficiency.yaml", EfficiencyFit) if (folder / "efficiency.yaml").exists() else None
+    return Catalog(tuple(accs.accelerators), dict(accs.sources), tuple(models.models), price_catalog, efficiency)

@@ -35,6 +35,11 @@ ACTIVATIONS = ("gelu", "swiglu")
 POSITIONS = ("learned", "rotary")
 FLOPS_BASES = ("six_nd", "with_attention")
 PIPELINE_SCHEDULES = ("1f1b", "dualpipe")
+EFFICIENCY_MODELS = ("reference", "fitted")
+# The fitted step-time model's coefficients (budget/calibrate.py; catalogs/efficiency.yaml): unit, bounds
+FITTED_COEFFICIENTS = {"width_factor": ("width", 0, 100_000), "attention_factor": ("×", 0, 100),
+                       "dp_exposed": ("fraction", 0, 1), "zero3_exposed": ("fraction", 0, 1),
+                       "immaturity_factor": ("×", 0, 100), "immaturity_cap_years": ("years", 0, 20)}
 # A stage of a multi-stage run (issue 12) is the model evaluated with the stage's own values of
 # these inputs (blank: the plan's): plan input -> the stage table's column.
 STAGE_VALUES = {"seq_len": "stage_seq_len", "gpu_count": "stage_gpu_count",
@@ -110,6 +115,9 @@ def _tables(b: ModelBuilder) -> None:
         # appended, so the columns above keep their places; blank where not published: a formula
         # reads them behind ISNUMBER (INDEX of a blank cell is 0 in Excel), as tdp_w is read
         ("peak_fp8_tflops", "TFLOPS"), ("peak_fp4_tflops", "TFLOPS"), ("scale_up_domain", "GPUs"),
+        # issue 13: when the architecture first shipped, and its fitted matmul factor (blank where
+        # no published row measured the architecture: scaled from the reference accelerator's)
+        ("architecture_launched", "date"), ("fitted_matmul_factor", "×"),
     ])
     b.table(FX_TABLE, [("id", "text"), ("rate", "×")])
     b.table(ACTIVATION_TABLE, [
@@ -280,6 +288,14 @@ def _inputs(b: ModelBuilder) -> _Inputs:
         path="efficiency.cp_comm_exposed")
     add("ep_comm_exposed", "fraction", kind="fraction", minimum=0, maximum=1,
         path="efficiency.ep_comm_exposed")
+
+    b.input_section("fitted_efficiency")
+    add("efficiency_model", "mode", kind="choice", choices=EFFICIENCY_MODELS, path="efficiency.model",
+        codec="text")
+    for name, (unit, low, high) in FITTED_COEFFICIENTS.items():
+        add(f"fitted_{name}", unit, minimum=low, maximum=high, path=f"efficiency.fitted.{name}")
+    add("fitted_reference_accelerator", "catalog id", kind="choice", choices_from="acc_id",
+        path="efficiency.fitted.unfitted_reference", codec="text")
 
     b.input_section("memory")
     add("weight_bytes_per_param", "bytes/parameter", minimum=0, path="memory.weight_bytes_per_param")
@@ -503,6 +519,7 @@ def _inputs(b: ModelBuilder) -> _Inputs:
     constant("korthikanti_split_bytes", "bytes/(s·b·h)", 24.0, minimum=24, maximum=24)
     constant("dropout_mask_bytes", "bytes", 1.0, minimum=0)
     constant("backward_forward_time_ratio", "×", 2.0, minimum=0)
+    constant("days_per_year", "days", 365.25, minimum=365, maximum=366)
 
     # Workbook structure: not assumptions, not on the Inputs rows. The cells just below the
     # growable tables (a check fails when anything is typed there) and the Timeline's week grid.
@@ -902,6 +919,8 @@ def _efficiency(b: ModelBuilder, i: _Inputs) -> None:
                   (tp_s * i.tp_comm_exposed + dp_s * i.dp_comm_exposed + pp_s
                    + cp_s * i.cp_comm_exposed + ep_s * i.ep_comm_exposed) / step)
 
+    _fitted_step_time(b, i)
+
     b.section("effective_mfu")
     overhead = b.item("recompute_overhead", "fraction of step",
                       Lookup(ACTIVATION_TABLE, "recompute_overhead", r("activation_mode")))
@@ -912,7 +931,51 @@ def _efficiency(b: ModelBuilder, i: _Inputs) -> None:
     eff = b.item("layout_efficiency", "fraction",
                  IF(ISNUMBER(i.layout_efficiency_override), i.layout_efficiency_override,
                     raw_eff / i.reference_layout_efficiency))
-    b.item("effective_mfu", "fraction", r("baseline_mfu") * eff)
+    # the fitted model predicts the utilisation where none is typed (an all-in or a baseline MFU,
+    # an HFU or effective TFLOPS keep theirs)
+    typed = OR(ISNUMBER(i.mfu), ISNUMBER(i.hfu), ISNUMBER(i.effective_tflops_given))
+    b.item("effective_mfu", "fraction",
+           IF(AND(i.efficiency_model.eq("fitted"), NOT(typed)), r("fitted_mfu"), r("baseline_mfu") * eff))
+
+
+def _fitted_step_time(b: ModelBuilder, i: _Inputs) -> None:
+    """Issue 13's step-time model, fitted on published runs by budget/calibrate.py (which reads
+    these items): (1 + bubble) × (matmul time at the BF16 peak × the matmul factor + attention-score
+    time at peak × the attention factor) + the exposed DP time + the PP, CP and EP time. The
+    matmul factor is the architecture's, plus narrow per-GPU matmuls (width factor ÷ (h/TP)), plus
+    software younger than the cap on its architecture (immaturity factor per year short)."""
+    r = Ref
+    b.section("fitted_step_time")
+    fpt, fwd = i.flops_per_param_token, i.forward_flops_per_param_token / i.flops_per_param_token
+    full, selective = i.recompute.eq("full"), i.recompute.eq("selective")
+    matmul = fpt * (r("params_active") - r("params_lookup"))
+    b.item("matmul_hardware_flops_per_token", "FLOP/token",
+           IF(full, matmul + fwd * (matmul - fpt * i.vocab_size * i.hidden_size), matmul))
+    b.item("attention_hardware_flops_per_token", "FLOP/token",
+           r("attention_flops_per_token") * (1 + IF(full, fwd, IF(selective, 1, 0))))
+    per_gpu = b.item("tokens_per_gpu_step", "tokens", r("global_batch_tokens") / i.gpu_count)
+    peak = r("peak_bf16_tflops") * i.flops_per_tflop
+    matmul_s = b.item("matmul_at_peak_s", "s", r("matmul_hardware_flops_per_token") * per_gpu / peak)
+    attn_s = b.item("attention_at_peak_s", "s", r("attention_hardware_flops_per_token") * per_gpu / peak)
+    # a reviewer's own accelerator row may lack the date: its software is taken as mature
+    launched = _acc("architecture_launched")
+    years = b.item("architecture_years", "years",
+                   IF(ISNUMBER(launched), (i.start_date - launched) / i.days_per_year, i.fitted_immaturity_cap_years))
+    fitted = _acc("fitted_matmul_factor")
+    reference = i.fitted_reference_accelerator
+    arch = b.item("architecture_matmul_factor", "×",
+                  IF(ISNUMBER(fitted), fitted,
+                     Lookup(ACCELERATOR_TABLE, "fitted_matmul_factor", reference)
+                     * Lookup(ACCELERATOR_TABLE, "typical_mfu", reference) / _acc("typical_mfu")))
+    factor = b.item("matmul_time_factor", "×",
+                    arch + i.fitted_width_factor / (i.hidden_size / i.tp_size)
+                    + i.fitted_immaturity_factor * MAX(0, i.fitted_immaturity_cap_years - years))
+    exposed = IF(i.zero_stage > 2, i.fitted_zero3_exposed, i.fitted_dp_exposed)
+    step = b.item("fitted_step_s", "s",
+                  (1 + r("bubble_fraction")) * (matmul_s * factor + attn_s * i.fitted_attention_factor)
+                  + exposed * r("dp_comm_s") + r("pp_comm_s") + r("cp_comm_s") + r("ep_comm_s") * i.ep_comm_exposed)
+    b.item("fitted_mfu", "fraction",
+           r("model_flops_per_token") * per_gpu / (step * r("peak_tflops") * i.flops_per_tflop))
 
 
 def _pilot_rows(b: ModelBuilder, targets) -> None:

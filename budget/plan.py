@@ -136,6 +136,9 @@ def accelerator_table(catalog: Catalog, scenario: Scenario | None = None) -> Tab
             row[col] = None if fig is None else float(fig.value)
             if fig is not None:
                 cites.append(fig.cite())
+        launched = acc.architecture_launched
+        row["architecture_launched"] = None if launched is None else excel_serial(launched.value)
+        row["fitted_matmul_factor"] = catalog.efficiency.matmul_factor_of(acc.id) if catalog.efficiency else None
         if scenario and scenario.hardware.peak_tflops and acc.id == scenario.hardware.accelerator:
             row["peak_bf16_tflops"] = float(scenario.hardware.peak_tflops)
             cites[0] = fmt("plan.tables.peak_overridden", lang, datasheet=acc.peak_bf16_tflops.value,

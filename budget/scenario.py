@@ -287,7 +287,24 @@ class SizingSection(_Section):
     spare_nodes: _whole(ge=0, le=100_000) = 1
 
 
+class FittedCoefficients(_Section):
+    """The fitted step-time model's coefficients (budget/calibrate.py); left out, each is
+    catalogs/efficiency.yaml's, fitted on the published throughput rows."""
+    width_factor: _number(ge=0, le=100_000) | None = None
+    attention_factor: _number(ge=0, le=100) | None = None
+    dp_exposed: _number(ge=0, le=1) | None = None
+    zero3_exposed: _number(ge=0, le=1) | None = None
+    immaturity_factor: _number(ge=0, le=100) | None = None
+    immaturity_cap_years: _number(ge=0, le=20) | None = None
+    unfitted_reference: str | None = None
+
+
 class EfficiencySection(_Section):
+    # Issue 13: "fitted" predicts the utilisation with the step-time model fitted on published runs
+    # (catalogs/efficiency.yaml) where no utilisation is typed; "reference" scales the catalog's
+    # typical MFU by the layout efficiency ÷ reference_layout_efficiency
+    model: Literal["reference", "fitted"] = "reference"
+    fitted: FittedCoefficients = FittedCoefficients()
     layout_efficiency: _number(ge=0.01, le=2) | None = None
     reference_layout_efficiency: _number(ge=0.01, le=1) = 0.82
     tp_comm_exposed: _number(ge=0, le=1) = 1.0
@@ -585,6 +602,7 @@ class ConstantsSection(_Section):
     zero3_gathered_layers: _number(ge=0, le=8) = 2.0
     cp_kv_passes: _number(ge=0, le=4) = 3.0
     ep_all_to_all_passes: _number(ge=0, le=8) = 4.0
+    days_per_year: _number(ge=365, le=366) = 365.25
     token_id_bytes: _number(ge=1, le=8) = 2.0
     small_vocab_limit: _number(ge=256, le=2 ** 32) = 65536.0
     p90_probability: _number(ge=0.9, le=0.9) = 0.9

@@ -87,6 +87,16 @@ PLAIN_CASES.update({
                                     "sequence_parallel": False, "micro_batch_size": 1}}),
 })
 
+# Issue 13's fitted step-time model: chosen by the search on an H100 (fitted architecture), and
+# pinned on a B200 (unfitted: the H100's factor scaled by typical MFU; young software).
+PLAIN_CASES.update({
+    "fitted-search-h100": (SEED_H100, {**_FREE, "hardware.gpu_count": 1024, "efficiency": {"model": "fitted"}}),
+    "fitted-b200-selective": (SEED_H100, {**_FREE, "hardware.accelerator": "nvidia_b200", "hardware.gpu_count": 512,
+                                          "parallelism": {"tp": 8, "pp": 4, "zero_stage": 1,
+                                                          "recompute": "selective", "sequence_parallel": True},
+                                          "efficiency": {"model": "fitted"}}),
+})
+
 # Schedule, failures, storage and timeline variants.
 PLAIN_CASES.update({
     "example-llama3-deadline": (SCENARIOS / "llama3-70b-h100-deadline.yaml", {}),
@@ -141,11 +151,15 @@ PLAIN_CASES.update({
 })
 
 # Issue 13 item 2: a measured pilot (64 GPUs, interleaved, its own batch, a step time) scales the
-# efficiency model for the full run: the pilot's figures and the factor are live formulas.
+# efficiency model for the full run: the pilot's figures and the factor are live formulas; with
+# the layout searched (the pilot's own given), the candidates' columns carry the factor too.
 PLAIN_CASES.update({
     "pilot-calibrated": (SEED_H100, {"hardware.effective_tflops": None, "sources": {},
                                      "calibration": {"gpu_count": 64, "global_batch_sequences": 128,
                                                      "virtual_pipeline_stages": 2, "step_time_s": 10.2}}),
+    "search-pilot-calibrated": (SEED_H100, {**_FREE, "calibration": {
+        "gpu_count": 64, "tp": 4, "pp": 8, "micro_batch_size": 1, "global_batch_sequences": 128,
+        "tokens_per_gpu_second": 400}}),
 })
 
 # One workbook per catalog accelerator, so every Catalog row is looked up once.

@@ -4,6 +4,7 @@ as the README says, and its terms are the planner's own."""
 
 from __future__ import annotations
 
+import datetime as dt
 import re
 from pathlib import Path
 
@@ -88,3 +89,52 @@ def test_fit_is_non_negative_and_recovers_known_coefficients():
     coef = C.fit(made)
     assert coef == pytest.approx(truth, rel=1e-9)
     assert all(c >= 0 for c in coef)
+
+
+def _catalog_coefficients(fit) -> tuple[float, ...]:
+    return (tuple(fit.matmul_factor[a].value if a in fit.matmul_factor else 0.0 for a in C.ARCHITECTURES)
+            + (fit.width_factor.value, fit.attention_factor.value, fit.dp_exposed.value,
+               fit.zero3_exposed.value, fit.immaturity_factor.value))
+
+
+def test_catalog_coefficients_are_the_fit(rows, catalog):
+    """catalogs/efficiency.yaml is what `python -m budget.calibrate --write` gives on today's rows:
+    nobody tuned a coefficient by hand, and the stated error is the computed one."""
+    fit = catalog.efficiency
+    assert _catalog_coefficients(fit) == pytest.approx(C.fit(rows[0]), rel=1e-5, abs=1e-6)
+    assert fit.immaturity_cap_years.value == C.IMMATURITY_CAP_YEARS
+    v = C.cross_validate(rows[0])
+    assert (fit.validation.held_out, fit.validation.sources) == (v.held_out, v.sources)
+    assert fit.validation.within == pytest.approx(v.within, abs=1e-6)
+    assert fit.rows == len(rows[0])
+
+
+def test_the_planner_steps_as_the_fit_predicts(rows, catalog):
+    """One definition: for every row, the plan's fitted_step_s (the workbook's formula, with the
+    catalog's coefficients) is the fit's Σ coefficient × term + the fixed seconds."""
+    from budget.plan import build_plan
+    from budget.scenario import parse_scenario
+    coef = _catalog_coefficients(catalog.efficiency)
+    raw = {r["id"]: r for r in C.load_rows()}
+    for row in rows[0][::9]:
+        scenario = C.row_scenario(raw[row.id], catalog)
+        scenario["efficiency"]["fitted"] = {}          # the catalog's coefficients, all of them
+        v = build_plan(parse_scenario(scenario, "x.yaml", catalog), catalog, row.id).values
+        expected = sum(c * f for c, f in zip(coef, row.features)) + row.fixed_s
+        assert v["fitted_step_s"] == pytest.approx(expected, rel=1e-9), row.id
+        assert v["effective_mfu"] == v["fitted_mfu"]
+
+
+def test_an_unmeasured_architecture_is_scaled_from_the_reference(catalog):
+    """A B200 has no published rows: its matmul factor is the H100's × 0.43 ÷ the B200's typical MFU."""
+    from budget.plan import build_plan
+    from budget.scenario import parse_scenario
+    s = {"name": "b200", "model": {"preset": "gpt3-175b"}, "data": {"train_tokens": "300B"},
+         "hardware": {"accelerator": "nvidia_b200", "gpu_count": 512}, "prices": {"per_gpu_hour": 4.0},
+         "efficiency": {"model": "fitted"}}
+    v = build_plan(parse_scenario(s, "x.yaml", catalog), catalog, "b200").values
+    h100, b200 = catalog.accelerator("nvidia_h100_sxm"), catalog.accelerator("nvidia_b200")
+    expected = catalog.efficiency.matmul_factor["hopper"].value * h100.typical_mfu.value / b200.typical_mfu.value
+    assert v["architecture_matmul_factor"] == pytest.approx(expected, rel=1e-12)
+    # 2027-01-04 start, Blackwell shipped 2024-11: 2.2 years of software, past the 2-year cap
+    assert v["architecture_years"] == pytest.approx((dt.date(2027, 1, 4) - dt.date(2024, 11, 1)).days / 365.25)
