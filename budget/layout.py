@@ -36,7 +36,7 @@ CP_MIN_SEQ_LEN = 16384
 # 2021 §2.2.2) and the micro-batches into multiples of p. Llama 3 405B's one-layer chunks are v = 8.
 INTERLEAVING = (1, 2, 3, 4, 6, 8)
 RANKED_OUTPUTS = ("memory_per_gpu_gb", "usable_hbm_gb", "check_memory_fits", "bubble_fraction",
-                  "comm_fraction", "recompute_overhead", "layout_efficiency", "train_days",
+                  "comm_fraction", "step_comm_share", "recompute_overhead", "layout_efficiency", "train_days",
                   "stretched_training_days",
                   "total_cost", "dp_size", "memory_headroom_gb")
 MAX_GPUS = 1 << 20
@@ -306,7 +306,7 @@ def explain(fitting: list[Candidate], faster: list[Candidate], evaluated: int, g
     sentences = [fmt("layout.explain.best", lang, layout=best.layout.describe(v["dp_size"], lang),
                      fitting=len(fitting), evaluated=evaluated, gpu_count=gpu_count,
                      train_days=v["train_days"], memory=v["memory_per_gpu_gb"], usable=v["usable_hbm_gb"],
-                     bubble=v["bubble_fraction"], comm=v["comm_fraction"], recompute=v["recompute_overhead"])]
+                     bubble=v["bubble_fraction"], comm=v["step_comm_share"], recompute=v["recompute_overhead"])]
     ties = sum(1 for c in fitting[1:] if c.train_days - best.train_days <= 1e-9)
     if ties:
         sentences.append(fmt("layout.explain.ties", lang, ties=ties))
@@ -328,9 +328,9 @@ def explain(fitting: list[Candidate], faster: list[Candidate], evaluated: int, g
 def _main_difference(best: Candidate, other: Candidate) -> str:
     """The output (bubble, communication or recomputation) where `other` loses most to `best`."""
     diffs = {name: other.values[name] - best.values[name]
-             for name in ("bubble_fraction", "comm_fraction", "recompute_overhead")}
+             for name in ("bubble_fraction", "step_comm_share", "recompute_overhead")}
     reason, _ = max(diffs.items(), key=lambda kv: kv[1])
-    return reason
+    return "comm_fraction" if reason == "step_comm_share" else reason
 
 
 def smallest_count_for_deadline(evaluate: Evaluator, space: Space, deadline_days: float,

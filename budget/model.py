@@ -934,8 +934,11 @@ def _efficiency(b: ModelBuilder, i: _Inputs) -> None:
     # the fitted model predicts the utilisation where none is typed (an all-in or a baseline MFU,
     # an HFU or effective TFLOPS keep theirs)
     typed = OR(ISNUMBER(i.mfu), ISNUMBER(i.hfu), ISNUMBER(i.effective_tflops_given))
-    b.item("effective_mfu", "fraction",
-           IF(AND(i.efficiency_model.eq("fitted"), NOT(typed)), r("fitted_mfu"), r("baseline_mfu") * eff))
+    fitted = b.item("fitted_model_used", "yes/no", IF(AND(i.efficiency_model.eq("fitted"), NOT(typed)), "yes", "no"))
+    b.item("effective_mfu", "fraction", IF(fitted.eq("yes"), r("fitted_mfu"), r("baseline_mfu") * eff))
+    # the exposed communication the layout's explanation quotes: the model in use's
+    b.item("step_comm_share", "fraction of step",
+           IF(fitted.eq("yes"), r("fitted_comm_s") / r("fitted_step_s"), r("comm_fraction")))
 
 
 def _fitted_step_time(b: ModelBuilder, i: _Inputs) -> None:
@@ -971,9 +974,10 @@ def _fitted_step_time(b: ModelBuilder, i: _Inputs) -> None:
                     arch + i.fitted_width_factor / (i.hidden_size / i.tp_size)
                     + i.fitted_immaturity_factor * MAX(0, i.fitted_immaturity_cap_years - years))
     exposed = IF(i.zero_stage > 2, i.fitted_zero3_exposed, i.fitted_dp_exposed)
+    comm = b.item("fitted_comm_s", "s",
+                  exposed * r("dp_comm_s") + r("pp_comm_s") + r("cp_comm_s") + r("ep_comm_s") * i.ep_comm_exposed)
     step = b.item("fitted_step_s", "s",
-                  (1 + r("bubble_fraction")) * (matmul_s * factor + attn_s * i.fitted_attention_factor)
-                  + exposed * r("dp_comm_s") + r("pp_comm_s") + r("cp_comm_s") + r("ep_comm_s") * i.ep_comm_exposed)
+                  (1 + r("bubble_fraction")) * (matmul_s * factor + attn_s * i.fitted_attention_factor) + comm)
     b.item("fitted_mfu", "fraction",
            r("model_flops_per_token") * per_gpu / (step * r("peak_tflops") * i.flops_per_tflop))
 
