@@ -611,7 +611,7 @@ class ConstantsSection(_Section):
     forward_flops_per_param_token: _number(ge=2, le=2) = 2.0
     causal_attention_fraction: _number(ge=0.5, le=1) = 0.5
     korthikanti_split_bytes: _number(ge=24, le=24) = 24.0
-    # the calibration factor a measured pilot may give (check_pilot_plausible)
+    # the calibration factor a measured pilot may give without a warning (warn_pilot_factor)
     pilot_factor_low: _number(ge=0.1, le=1) = 0.5
     pilot_factor_high: _number(ge=1, le=10) = 1.5
 

@@ -44,7 +44,7 @@ def _from_rows(pilot: dict, full: dict, measurement: dict) -> dict:
     layout = full["layout"]
     parallelism = {"tp": layout["tp"], "pp": layout["pp"], "cp": layout["cp"] or 1,
                    "micro_batch_size": layout["micro_batch_size"] or 1,
-                   "zero_stage": 1 if layout["zero_stage"] is None else min(layout["zero_stage"], 2),
+                   "zero_stage": 1 if layout["zero_stage"] is None else layout["zero_stage"],
                    "recompute": layout["recompute"] or "none"}
     if layout["virtual_pipeline_stages"]:
         parallelism["virtual_pipeline_stages"] = layout["virtual_pipeline_stages"]
@@ -94,6 +94,10 @@ PAIRS = [
     # the model's exposed DP all-reduce (a ring: nearly independent of DP) does not see
     ("nemotron4-15b-768-to-2304", "nemotron4-15b-768gpu", "nemotron4-15b-2304gpu", "mfu", 0.343, 0.305,
      "NVIDIA 2024, 'Nemotron-4 15B Technical Report' Table 2", "miss"),
+    # 1 -> 32 slices of 256 TPU v5e, data parallel over the data-centre network between slices:
+    # the model knows neither the slices nor FSDP on TPUs (it predicts 16% MFU where 60% ran)
+    ("maxtext-v5e-64b-1-to-32-slices", "maxtext-v5e-64b-1x256", "maxtext-v5e-64b-32x256", "mfu", 0.599, 0.5018,
+     "Google MaxText README, v5e 64B on 1 and 32 slices of 256 chips", "miss"),
 ]
 
 
@@ -171,9 +175,29 @@ def test_the_extrapolation_is_live_formulas_of_the_model():
 
 def test_tokens_per_node_for_per_gpu_fails_the_plausibility_check(catalog):
     pilot, full = ROWS["dgxc-gpt3-175b-bf16-128gpu"], ROWS["dgxc-gpt3-175b-bf16-2048gpu"]
-    per_node = 8 * 256 * 2048 / 128 / 8.309
+    per_node = 8 * 256 * 2048 / 128 / 8.309           # 8x the true tokens/s per GPU: MFU 420%
     plan = plan_of(_from_rows(pilot, full, {"tokens_per_gpu_second": per_node}), catalog)
-    assert plan.values["check_pilot_plausible"] == 1
+    assert plan.values["check_pilot_plausible"] == 1 and plan.values["warn_pilot_factor"] == 1
+
+
+def test_an_mfu_against_the_fp8_peak_is_warned_of(catalog):
+    """Llama 3's 8K-GPU pilot with its 43% stated against H100's FP8 peak (1,979 TFLOPS) for a BF16
+    plan: 21.5%, possible, but the factor falls below 0.5 (caught where the model is not itself
+    far too slow: a 2x slip from a factor above 1 stays inside the band)."""
+    data = _llama3()
+    data["calibration"]["mfu"] = 0.43 * 989 / 1979
+    plan = plan_of(data, catalog, "llama3-fp8-slip")
+    assert plan.values["check_pilot_plausible"] == 0 and plan.values["warn_pilot_factor"] == 1
+    assert plan_of(_llama3(), catalog, "llama3").values["warn_pilot_factor"] == 0
+
+
+def test_a_stack_the_model_does_not_know_is_warned_of(catalog):
+    """MaxText 64B on TPU v5e: the measured 59.9% is 3.8x the model's; the extrapolation is then
+    the measurement carried over, as the warning says."""
+    pilot, full = ROWS["maxtext-v5e-64b-1x256"], ROWS["maxtext-v5e-64b-32x256"]
+    v = plan_of(_from_rows(pilot, full, {"mfu": 0.599}), catalog).values
+    assert v["warn_pilot_factor"] == 1 and v["calibration_factor"] > 3
+    assert v["calibrated_mfu"] == pytest.approx(0.599, rel=0.01)
 
 
 CAL = {"hardware.effective_tflops": None, "hardware.peak_tflops": None, "sources": {}}
