@@ -15,12 +15,15 @@ import hashlib
 import io
 import re
 import unicodedata
+import zipfile
 from copy import copy
 from dataclasses import dataclass, field, replace
 
 from openpyxl import Workbook
+from openpyxl.writer.excel import ExcelWriter
 from openpyxl.formatting.rule import FormulaRule
 from openpyxl.styles import Alignment, Border, Font, NamedStyle, PatternFill, Protection, Side
+from openpyxl.styles.cell_style import StyleArray
 from openpyxl.utils import get_column_letter, range_boundaries
 from openpyxl.worksheet.pagebreak import Break
 from openpyxl.workbook.defined_name import DefinedName
@@ -141,16 +144,34 @@ def put_text(cell, text: str) -> None:
         cell.quotePrefix = True
 
 
+def _style_id(cell, key: str) -> int:
+    """A cell's font, alignment, ... id in the workbook's style lists (0, the default, when the
+    cell has no style yet): what `cell.font` reads, without building a proxy."""
+    style = cell._style
+    return getattr(style, key) if style is not None else 0
+
+
+def _set_style_id(cell, key: str, index: int) -> None:
+    """What `cell.alignment = x` does once x is in the workbook's list at `index`."""
+    if cell._style is None:
+        cell._style = StyleArray()
+    setattr(cell._style, key, index)
+
+
 def _wide(ch: str) -> bool:
     return unicodedata.east_asian_width(ch) in "WF"
 
 
 def display_width(text: str) -> int:
     """The columns a text takes: a CJK (East Asian wide or full-width) character takes two."""
+    if text.isascii():           # no ASCII character is wide
+        return len(text)
     return sum(2 if _wide(ch) else 1 for ch in text)
 
 
 def has_wide(text: str) -> bool:
+    if text.isascii():
+        return False
     return any(_wide(ch) for ch in text)
 
 
@@ -257,6 +278,8 @@ class _Writer:
         self.wb = Workbook()
         self.result = WorkbookResult(b"")
         self.candidate_cells: list[dict[str, str]] = []   # per candidate: layout input -> Inputs cell
+        self.wrap_top: int | None = None          # style ids wrap_long_text reuses (speed)
+        self.top_aligned: dict[int, int] = {}
         _styles(self.wb)
         self.wb.remove(self.wb.active)
         sheets = ["Summary", "Inputs", "Catalog", *CALC_SHEETS, CHANGE_LOG_SHEET]
@@ -405,35 +428,46 @@ class _Writer:
         stays the sheet's columns: in its own column, or merged across the empty cells to the
         last column when it starts a line of prose. Each row is then as tall as its longest
         wrapped cell (LibreOffice keeps an .xlsx row's stored height)."""
-        width_of = lambda col: ws.column_dimensions[get_column_letter(col)].width or 8.43  # noqa: E731
+        known: dict[int, float] = {}
+
+        def width_of(col: int) -> float:
+            if col not in known:
+                known[col] = ws.column_dimensions[get_column_letter(col)].width or 8.43
+            return known[col]
+
         last = ws.max_column
+        cells = ws._cells
+        aligns, fonts = self.wb._alignments, self.wb._fonts   # styles by id: no proxies, no copies
         merged = {rng.coord.split(":")[0] for rng in ws.merged_cells.ranges}
         lines: dict[int, int] = {}
         cjk: set[int] = set()           # rows with CJK text: its lines are taller
         for row in list(ws.iter_rows()):
+            ends = None                 # column -> the last column its text may overflow into
             for c in row:
                 if c.data_type != "s" or not isinstance(c.value, str) or c.coordinate in merged \
-                        or c.alignment.text_rotation:
+                        or aligns[_style_id(c, "alignmentId")].text_rotation:
                     continue
-                own, span = width_of(c.column), c.column
-                while span < last:
-                    right = ws._cells.get((c.row, span + 1))
-                    if right is not None and (right.value is not None or right.has_style):
-                        break
-                    span += 1
+                if ends is None:        # once per row, right to left: up to the next filled cell
+                    ends, end = {}, last
+                    for col in range(last, 0, -1):
+                        ends[col] = end
+                        right = cells.get((c.row, col))
+                        if right is not None and (right.value is not None or right.has_style):
+                            end = col - 1
+                own, span = width_of(c.column), max(ends[c.column], c.column)
                 room = own + sum(width_of(col) for col in range(c.column + 1, span + 1))
                 width = own
-                if c.alignment.wrap_text:
+                if aligns[_style_id(c, "alignmentId")].wrap_text:
                     pass
                 elif display_width(c.value) <= room * 1.1:
                     continue
                 elif span == last and span > c.column:
                     ws.merge_cells(start_row=c.row, start_column=c.column, end_row=c.row, end_column=span)
                     width = room
-                    c.alignment = Alignment(wrap_text=True, vertical="top")
+                    _set_style_id(c, "alignmentId", self.wrap_top_id())
                 else:
-                    c.alignment = Alignment(wrap_text=True, vertical="top")
-                size = (c.font.sz or 11) / 11 if c.font is not None else 1
+                    _set_style_id(c, "alignmentId", self.wrap_top_id())
+                size = (fonts[_style_id(c, "fontId")].sz or 11) / 11
                 per_line = max(int(width * 1.1), 1)
                 need = (wrapped_lines(c.value, per_line / size) if has_wide(c.value)
                         else -(-int(len(c.value) * size) // per_line))
@@ -444,11 +478,22 @@ class _Writer:
             if n > 1:
                 height = ws.row_dimensions[r].height or 0
                 ws.row_dimensions[r].height = max(height, line_height(r in cjk) * n)
-                for c in ws[r]:          # a tall row reads from its top line
-                    if c.value is not None and c.alignment.vertical is None:
-                        align = copy(c.alignment)
-                        align.vertical = "top"
-                        c.alignment = align
+                # a tall row reads from its top line (ws[r] without recounting the columns)
+                for c in next(ws.iter_rows(min_row=r, max_row=r, max_col=last)):
+                    if c.value is not None and aligns[_style_id(c, "alignmentId")].vertical is None:
+                        old = _style_id(c, "alignmentId")
+                        if old not in self.top_aligned:     # each alignment copied once
+                            align = copy(aligns[old])
+                            align.vertical = "top"
+                            self.top_aligned[old] = aligns.add(align)
+                        _set_style_id(c, "alignmentId", self.top_aligned[old])
+
+    def wrap_top_id(self) -> int:
+        """The id of the alignment wrap_long_text gives a cell (added on first use, as setting
+        cell.alignment would, so the styles keep their order)."""
+        if self.wrap_top is None:
+            self.wrap_top = self.wb._alignments.add(Alignment(wrap_text=True, vertical="top"))
+        return self.wrap_top
 
     def widths(self, ws, widths: list[int]) -> None:
         for i, w in enumerate(widths, 1):
@@ -1093,13 +1138,24 @@ class _Writer:
     def fonts(self) -> None:
         """Every font names its face: a font without a name prints in the viewer's fallback
         (a serif in LibreOffice) beside Calibri text."""
+        fonts = self.wb._fonts
+        named: dict[int, int | None] = {}   # font id -> the id of that font named, None: has a name
         for ws in self.wb.worksheets:
             for row in ws.iter_rows():
                 for c in row:
-                    if c.has_style and c.font is not None and not c.font.name:
-                        font = copy(c.font)
-                        font.name = BODY_FONT
-                        c.font = font
+                    if not c.has_style:
+                        continue
+                    old = c._style.fontId
+                    if old not in named:     # each font copied once, not once per cell
+                        font = fonts[old]
+                        if font.name:
+                            named[old] = None
+                        else:
+                            font = copy(font)
+                            font.name = BODY_FONT
+                            named[old] = fonts.add(font)
+                    if named[old] is not None:
+                        c._style.fontId = named[old]
 
     def build(self) -> WorkbookResult:
         self.inputs()
@@ -1122,7 +1178,9 @@ class _Writer:
         self.wide_sheets()
         self.fonts()
         buffer = io.BytesIO()
-        self.wb.save(buffer)
+        # openpyxl's save, stored rather than deflated: normalise_xlsx compresses each entry once
+        with zipfile.ZipFile(buffer, "w", zipfile.ZIP_STORED, allowZip64=True) as archive:
+            ExcelWriter(self.wb, archive).save()
         self.result.data = normalise_xlsx(buffer.getvalue())
         return self.result
 
