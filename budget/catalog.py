@@ -13,7 +13,10 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from .errors import CatalogError, Msg, Problem, load_yaml, problems_from_validation, rule_error
+import yaml
+
+from .errors import (MAX_YAML_BYTES, CatalogError, Msg, Problem, _mapping_no_duplicates, load_yaml,
+                     problems_from_validation, rule_error)
 
 
 def data_dir(name: str) -> Path:
@@ -399,8 +402,37 @@ def _accelerator_from_row(row) -> Accelerator:
     return Accelerator(id=row.id, name=row.name, vendor=row.vendor or "", **figures)
 
 
-def _validated(path: Path, cls):
-    data = load_yaml(path, CatalogError)
+def _read_bundled(path: Path):
+    """A catalog file shipped with the package, read by libyaml (when PyYAML has it) with the
+    strict loader's duplicate-key check; anything libyaml refuses or doubts is read again by the
+    strict loader (errors.load_yaml), whose message names the line. Only the bundled files come
+    this way: a folder given by a caller is read by load_yaml alone (depth limit and all)."""
+    if _CStrictLoader is None:
+        return load_yaml(path, CatalogError)
+    try:
+        raw = path.read_bytes()
+        if len(raw) <= MAX_YAML_BYTES:
+            return yaml.load(raw.decode("utf-8").replace("\r\n", "\n").replace("\r", "\n"),
+                             Loader=_CStrictLoader)
+    except Exception:    # noqa: BLE001 -- load_yaml below reports it in the user's terms
+        pass
+    return load_yaml(path, CatalogError)
+
+
+def _c_strict_loader():
+    base = getattr(yaml, "CSafeLoader", None)
+    if base is None:
+        return None
+    loader = type("_CStrictLoader", (base,), {})
+    loader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _mapping_no_duplicates)
+    return loader
+
+
+_CStrictLoader = _c_strict_loader()
+
+
+def _validated(path: Path, cls, bundled: bool = False):
+    data = _read_bundled(path) if bundled else load_yaml(path, CatalogError)
     try:
         return cls.model_validate(data)
     except ValidationError as exc:
@@ -408,13 +440,14 @@ def _validated(path: Path, cls):
 
 
 def load_catalog(folder: Path | None = None) -> Catalog:
+    bundled = not folder
     folder = Path(folder) if folder else data_dir("catalogs")
-    accs = _validated(folder / "accelerators.yaml", _AcceleratorFile)
-    models = _validated(folder / "models.yaml", _ModelFile)
+    accs = _validated(folder / "accelerators.yaml", _AcceleratorFile, bundled)
+    models = _validated(folder / "models.yaml", _ModelFile, bundled)
     if len({m.id for m in models.models}) != len(models.models):
         raise CatalogError(folder / "models.yaml", [Problem("models", Msg("errors.catalog.model_twice.message"),
                                                             Msg("errors.id_twice.fix"))])
-    prices = _validated(folder / "prices.yaml", _PriceFile)
+    prices = _validated(folder / "prices.yaml", _PriceFile, bundled)
     acc_ids = {a.id for a in accs.accelerators}
     for section in ("rental", "purchase"):
         for i, row in enumerate(getattr(prices, section)):
@@ -425,5 +458,6 @@ def load_catalog(folder: Path | None = None) -> Catalog:
                     Msg("errors.catalog.no_accelerator.fix"))])
     price_catalog = PriceCatalog(tuple(prices.rental), tuple(prices.purchase), tuple(prices.grid_intensity),
                                  prices.energy, prices.ownership, dict(prices.fx_rates), dict(prices.sources))
-    efficiency = _validated(folder / "efficiency.yaml", EfficiencyFit) if (folder / "efficiency.yaml").exists() else None
+    efficiency = (_validated(folder / "efficiency.yaml", EfficiencyFit, bundled)
+                  if (folder / "efficiency.yaml").exists() else None)
     return Catalog(tuple(accs.accelerators), dict(accs.sources), tuple(models.models), price_catalog, efficiency)
