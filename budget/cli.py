@@ -23,9 +23,12 @@ The help texts follow a --lang found on the command line.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import signal
 import sys
+import tempfile
 import unicodedata
+from dataclasses import dataclass
 from pathlib import Path
 
 from . import __version__
@@ -263,28 +266,135 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_BAD_INPUT
     try:
         catalog = load_catalog()
-        plans = [plan_file(p, catalog, args.lang) for p in paths]
-        outputs = [out for plan in plans for out in render(plan)]
     except InputError as err:
         _print_error(err, args.lang)
         return EXIT_BAD_INPUT
-    lang = args.lang or run_language(plans)
-    result = write_reporting(args.output_dir, outputs, args.force, "cli.interrupted.written", lang)
+    # Several scenarios: rendered by a pool of processes (both cores), each file spooled to a
+    # private temporary folder as it is made, so a sweep holds no scenario's files in memory.
+    with (tempfile.TemporaryDirectory(prefix="trainbudget-spool-") if len(paths) > 1
+          else contextlib.nullcontext()) as spool:
+        built = build_all(paths, catalog, args.lang, Path(spool) if spool else None)
+        try:
+            raise_first_failure(built, paths, catalog, args.lang)
+        except InputError as err:
+            _print_error(err, args.lang)
+            return EXIT_BAD_INPUT
+        outputs = [out for one in built for out in one.outputs]
+        lang = args.lang or run_language(built)
+        result = write_reporting(args.output_dir, outputs, args.force, "cli.interrupted.written", lang)
     if isinstance(result, int):
         return result
     written = result.paths
-    for plan in plans:
-        print_warnings(plan)
+    for one in built:
+        for line in one.warnings:
+            print(line, file=sys.stderr)
         if not args.quiet:
-            print(_headline(plan))
-            if plan.layout is not None:
-                print(fmt("cli.layout", plan.lang, explanation=plan.layout.explanation))
-            for title, option in plan.options:
-                print(terminal_safe(fmt("cli.option", plan.lang, option=title, summary=_summary(option))))
+            for line in one.lines:
+                print(line)
     if not args.quiet:
         for path in written:
             print(fmt("cli.wrote", lang, file=path))
     return EXIT_OK
+
+
+@dataclass
+class Built:
+    """One scenario of a run, without its Plan (a worker process hands it back): its language,
+    its files, the warning lines (stderr) and the headline lines (stdout) printed about it, or
+    the stage that failed ("plan" or "render"; the files are then empty)."""
+    lang: str
+    outputs: list
+    warnings: list[str]
+    lines: list[str]
+    failed: str | None = None
+
+
+def build_one(path: Path, catalog, lang: str | None, spool: Path | None = None) -> Built:
+    """Plan and render one scenario; with `spool`, its files go there and are read back only
+    when written into the output folder."""
+    try:
+        plan = plan_file(path, catalog, lang)
+    except InputError:
+        return Built(lang or DEFAULT_LANG, [], [], [], failed="plan")
+    try:
+        outputs = render(plan)
+    except InputError:
+        return Built(plan.lang, [], [], [], failed="render")
+    if spool is not None:
+        outputs = [spooled(spool, out) for out in outputs]
+    warnings = [terminal_safe(fmt("cli.warning", plan.lang, file=plan.scenario_id, warning=warning))
+                for warning in plan.warnings]
+    lines = [_headline(plan)]
+    if plan.layout is not None:
+        lines.append(fmt("cli.layout", plan.lang, explanation=plan.layout.explanation))
+    for title, option in plan.options:
+        lines.append(terminal_safe(fmt("cli.option", plan.lang, option=title, summary=_summary(option))))
+    return Built(plan.lang, outputs, warnings, lines)
+
+
+_POOL_JOB: dict = {}     # the catalog, language and spool a forked worker inherits
+
+
+def _build_in_worker(path: Path) -> Built:
+    return build_one(path, _POOL_JOB["catalog"], _POOL_JOB["lang"], _POOL_JOB["spool"])
+
+
+def workers(count: int) -> int:
+    """Processes for `count` scenarios: one per usable core (a fork each), at most one per
+    scenario; 1 (this process) where fork is not available."""
+    import multiprocessing
+    import os
+
+    if count < 2 or "fork" not in multiprocessing.get_all_start_methods():
+        return 1
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    return max(1, min(cores, count))
+
+
+def build_all(paths: list[Path], catalog, lang: str | None, spool: Path | None) -> list[Built]:
+    """Every scenario built, in the order given (the pool's order is the input's, so outputs
+    and messages are the same as one process gives)."""
+    n = workers(len(paths))
+    if n == 1:
+        return [build_one(p, catalog, lang, spool) for p in paths]
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    _POOL_JOB.update(catalog=catalog, lang=lang, spool=spool)
+    try:
+        with ProcessPoolExecutor(n, mp_context=multiprocessing.get_context("fork")) as pool:
+            return list(pool.map(_build_in_worker, paths))
+    finally:
+        _POOL_JOB.clear()
+
+
+def raise_first_failure(built: list[Built], paths: list[Path], catalog, lang: str | None) -> None:
+    """The error one process would have stopped at: the first scenario that cannot be planned,
+    else the first that cannot be rendered, redone here so the InputError (and its message) is
+    exactly what a serial run raises."""
+    for stage in ("plan", "render"):
+        for one, path in zip(built, paths):
+            if one.failed == stage:
+                plan = plan_file(path, catalog, lang)
+                render(plan)
+                raise RuntimeError(f"{path}: failed in a worker, not here")  # i18n: not text
+
+
+def spooled(spool: Path, out: Output) -> "SpooledOutput":
+    file = spool / Path(out.path).name
+    file.write_bytes(out.data)
+    return SpooledOutput(out.path, file)
+
+
+class SpooledOutput:
+    """An Output whose bytes wait in a spool file until the output folder's set is written."""
+
+    def __init__(self, path: Path, file: Path):
+        self.path, self.file = path, file
+
+    @property
+    def data(self) -> bytes:
+        return self.file.read_bytes()
 
 
 def run_language(plans) -> str:

@@ -157,6 +157,38 @@ def test_several_scenarios_and_output_dir(tmp_path, capsys):
         f"gpt3-175b-{gpu}.{ext}" for gpu in ("a100", "h100") for ext in ("html", "md", "xlsx")]
 
 
+def test_several_scenarios_on_a_pool_give_what_one_process_gives(tmp_path, capsys, monkeypatch):
+    """Several scenarios are built by a pool of processes (issue 14, both cores): the files, the
+    printed lines and their order are those of a run in one process."""
+    import budget.cli as cli
+
+    scenarios = [SEED_H100, ROOT / "scenarios" / "gpt3-175b-a100.yaml", ROOT / "scenarios" / "gpt3-175b-options.yaml"]
+    monkeypatch.setattr(cli, "workers", lambda count: 2)
+    pooled = _run(capsys, *scenarios, "-o", tmp_path / "pool")
+    monkeypatch.setattr(cli, "workers", lambda count: 1)
+    alone = _run(capsys, *scenarios, "-o", tmp_path / "alone")
+    assert pooled[0] == alone[0] == 0
+    assert pooled[1].replace(str(tmp_path / "pool"), "DIR") == alone[1].replace(str(tmp_path / "alone"), "DIR")
+    assert pooled[2] == alone[2]
+    names = sorted(p.name for p in (tmp_path / "alone").iterdir() if not p.name.startswith(".trainbudget.lock"))
+    assert names == sorted(p.name for p in (tmp_path / "pool").iterdir() if not p.name.startswith(".trainbudget.lock"))
+    for name in names:
+        assert (tmp_path / "pool" / name).read_bytes() == (tmp_path / "alone" / name).read_bytes(), name
+
+
+def test_a_bad_scenario_on_a_pool_stops_the_run_with_the_first_error(tmp_path, capsys, monkeypatch):
+    import budget.cli as cli
+
+    monkeypatch.setattr(cli, "workers", lambda count: 2)
+    bad = _bad(tmp_path, "bad", SEED_TEXT.replace("  gpu_count: 512", "  gpu_count: -4"))
+    worse = _bad(tmp_path, "worse", "name: x\nmodel: {preset: gpt3-175b}\n")
+    code, out, err = _run(capsys, SEED_H100, bad, worse, "-o", tmp_path / "out")
+    assert code == 2 and out == ""
+    assert err.startswith(f"error: {bad}: hardware.gpu_count: should be greater than 0 (got -4)\n")
+    assert "worse" not in err
+    assert not (tmp_path / "out").exists()
+
+
 def test_same_file_name_twice_is_refused(tmp_path, capsys):
     other = tmp_path / "gpt3-175b-h100.yaml"
     other.write_text(SEED_TEXT, encoding="utf-8")
