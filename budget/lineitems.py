@@ -165,9 +165,10 @@ class Model:
     def sheet_items(self, sheet: str) -> list[Item]:
         return [i for i in self.items.values() if i.sheet == sheet and i.kind != "rows"]
 
-    def row_items(self) -> list[Item]:
-        """The items evaluated row by row (the Stages sheet's columns of figures)."""
-        return [i for i in self.items.values() if i.kind == "rows"]
+    def row_items(self, rows: str = "stage_tokens") -> list[Item]:
+        """The items evaluated row by row over the table whose key column is `rows`: by default
+        the stages table (the Stages sheet's columns of figures); "ref_name" the Reference runs."""
+        return [i for i in self.items.values() if i.kind == "rows" and getattr(i.expr, "rows", None) == rows]
 
 
 class ModelBuilder:

@@ -191,6 +191,8 @@ def build_plan(s: Scenario, catalog: Catalog, scenario_id: str = "scenario",
     catalog = catalog.with_accelerators(s.catalog.accelerators)
     model = build_model(s.language)
     inputs = bind(model, s, catalog, file)
+    from .reference import run_inputs       # the Reference runs: chosen once the plan's size is known
+    inputs.update(run_inputs(catalog, s.language))
     tables = {ACCELERATOR_TABLE: accelerator_table(catalog, s), ACTIVATION_TABLE: activation_table(s.language),
               FX_TABLE: TableData(*fx_rows(s, catalog))}
     lookups = {name: t.lookup() for name, t in tables.items()}
@@ -206,6 +208,7 @@ def build_plan(s: Scenario, catalog: Catalog, scenario_id: str = "scenario",
     searched = "yes" if layout.search is not None else "no"
     inputs["layout_searched"] = InputValue(searched, text("plan.sources.layout_searched", s.language))
     values = _evaluate(model, _values(inputs), lookups, file)
+    inputs.update(run_inputs(catalog, s.language, values))
     # What the search saw, kept beside the inputs (and the Timeline grid, sized for edits):
     # the checks compare the live cells with these.
     weeks = min(max(TIMELINE_MIN_WEEKS, 2 * math.ceil(min(values["project_weeks"], TIMELINE_MAX_WEEKS))),

@@ -221,6 +221,7 @@ def report_context(plan: Plan, workbook=None) -> dict:
                    "electricity": words.money(v["energy_cost_equivalent"], cur),
                    "owned": v["ownership"] == "owned"},
         "stages": stages,
+        "reference": _reference(plan, words),
         "calibration": _calibration(plan),
         "gantt": _gantt(plan, phases, words, stages),
         "cost_chart": _cost_chart(plan, words),
@@ -236,6 +237,19 @@ def _calibration(plan: Plan) -> dict | None:
             "measured": f"{v['pilot_measured_mfu']:.1%}", "predicted": f"{v['pilot_effective_mfu']:.1%}",
             "factor": f"{v['calibration_factor']:.3f}", "model": f"{v['effective_mfu']:.1%}",
             "mfu": f"{v['calibrated_mfu']:.1%}"}
+
+
+def _reference(plan: Plan, words: Words) -> dict:
+    """The published runs near the plan and the planner's estimate of each (the Reference runs
+    sheet's figures): how far to trust the plan's throughput."""
+    from .reference import reference_rows
+    runs = [{"name": r["name"], "accelerator": r["accelerator"], "gpus": f"{r['gpus']:,.0f}",
+             "params": words("report.reference.params", billions=r["params"] / 1e9), "layout": r["layout"],
+             "published": f"{r['published']:,.0f}", "estimate": f"{r['estimate']:,.0f}",
+             "mfu": f"{r['mfu']:.1%}", "error": f"{r['error']:+.0%}", "source": r["source"]}
+            for r in reference_rows(plan)]
+    within = sum(1 for r in reference_rows(plan) if abs(r["error"]) <= 0.10)
+    return {"runs": runs, "within": within, "count": len(runs)}
 
 
 def _stages(plan: Plan, words: Words) -> list[dict]:

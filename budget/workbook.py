@@ -47,6 +47,7 @@ CANDIDATE_KEYS = ("dp_size", "memory_per_gpu_gb", "check_memory_fits", "bubble_f
 # Sheet tab names are identifiers (the importer and cross-sheet references use them); what a
 # sheet shows as its name is workbook.sheets.<slug>.
 CANDIDATES_SHEET, CHANGE_LOG_SHEET = "Layout candidates", "Change log"  # i18n: not text
+REFERENCE_SHEET = "Reference runs"  # i18n: not text (a tab id: the published runs near the plan)
 TAB_COLOURS = {"Summary": "1F4E79", "Inputs": "FFC000", "Catalog": "A6A6A6", "Checks": "C00000", "Glossary": "7F7F7F",
                CHANGE_LOG_SHEET: "7F7F7F"}
 CALC_TAB = "70AD47"
@@ -287,6 +288,7 @@ class _Writer:
             sheets.insert(sheets.index("Parallelism") + 1, CANDIDATES_SHEET)
         sheets.insert(sheets.index("Cost") + 1, "Cashflow")
         sheets.insert(sheets.index("Compute") + 1, "Stages")
+        sheets.insert(sheets.index("Checks"), REFERENCE_SHEET)
         sheets.insert(sheets.index(CHANGE_LOG_SHEET), "Glossary")
         sheets.insert(sheets.index("Checks"), "Sensitivity")
         if plan.options:
@@ -533,13 +535,15 @@ class _Writer:
                             m("workbook.inputs.columns.at_generation")])
         defs = [d for d in self.model.inputs.values() if d.on_inputs_sheet]
         singles = [d for d in defs if not d.is_range and not d.kind.startswith("generated")]
-        ranges = [d for d in defs if d.is_range]
+        ranges = [d for d in defs if d.is_range and d.name.split("_")[0] in RANGE_TABLES]   # not the Reference runs'
         row = self.sectioned_rows(ws, 5, singles, self.input_row)
         tables: dict[str, list[InputDef]] = {}
         for d in ranges:                  # one table per section: the stages, the staffing
             tables.setdefault(d.section, []).append(d)
         for defs in tables.values():
             row = self.range_table(ws, row + 1, defs)
+        from .reference import write_reference_inputs
+        row = write_reference_inputs(self, ws, row + 2)
         # What the search saw starts a printed page of its own
         ws.row_breaks.append(Break(id=row + 1))
         row = self.generation_block(ws, row + 2)
@@ -1164,6 +1168,8 @@ class _Writer:
             self.calc_sheet(title, self.m(f"workbook.subtitles.{title.lower()}"))
         from .stages import write_stages
         write_stages(self, self.wb["Stages"], self.plan)
+        from .reference import write_reference
+        write_reference(self, self.wb[REFERENCE_SHEET], self.plan)
         from .cashflow import write_cashflow
         write_cashflow(self, self.wb["Cashflow"], self.plan)
         self.summary()
