@@ -1,23 +1,29 @@
 #!/usr/bin/env python3
 """Benchmark whole processes, as a user runs them (issue 14).
 
-Prints, measured in one run on this machine:
+Prints, measured in one run on this machine (every case interleaved with the others, so a change
+in the machine's load hits them alike; medians):
 - one `python generate.py` of the bundled example against the import floor
-  (`python -c "import openpyxl, jinja2, pydantic, yaml"`): interleaved pairs, medians, the ratio;
-- a sweep of 100 scenarios in ONE call (varied GPU counts, accelerators, tokens, prices; written
-  into a temp folder): seconds, and per scenario;
-- the approval package of one scenario with 10 options (a base and 9 alternatives, each with
-  its sensitivity and range): seconds;
-- peak memory (max RSS) of each, and of a 25-scenario sweep beside the 100 (flat means the
-  outputs stream to disk instead of being held);
-- the layout search, in process (bench/bench_search.py has the details).
+  (`python -c "import openpyxl, jinja2, pydantic, yaml"`): at least 5 pairs, the median of the
+  pairs' ratios (wall clock) and the same ratio in CPU seconds (user + system, robust when other
+  programs share the machine);
+- a sweep of 100 scenarios in ONE call (varied models, GPU counts, accelerators, tokens, prices;
+  written into a temp folder): seconds, and per scenario;
+- the approval package of one scenario with 10 options (a base and 9 alternatives; the workbook
+  carries each plan's sensitivity and P10-P90 range): seconds;
+- peak memory (max RSS of the process tree's largest process) of a 25- and of the 100-scenario
+  sweep: flat (about 1x) when the files go to disk instead of being held;
+- the layout search (175B, every dimension free, 1,024 H100), in process, best of 5.
 
-Goals: generate <= 1.5x the floor; 100 scenarios < 10 s; the 10-option package < 3 s.
+Goals: generate <= 1.5x the floor; 100 scenarios < 10 s; the 10-option package < 3 s; memory
+flat (100 vs 25 scenarios within 1.25x). One line per goal says met or NOT met.
 
-    python bench/bench_speed.py [--pairs 7] [--tree PATH]
+    python bench/bench_speed.py [--pairs 7] [--sweeps 3] [--tree PATH] [--baseline PATH]
 
-`--tree` measures another checkout (say, a baseline: `git worktree add /tmp/base <commit>`)
-with the same scenarios, so two versions compare on one machine in one sitting.
+`--tree` measures another checkout; `--baseline PATH` measures a second checkout (say the code
+before a change: `git worktree add /tmp/base <commit>`) interleaved with the first, with the same
+scenarios, so two versions compare on one machine in one sitting (its sweep runs --base-sweeps
+times, 1 by default: a slow baseline's sweep takes minutes).
 """
 
 from __future__ import annotations
@@ -40,21 +46,50 @@ ACCELERATORS = ("nvidia_h100_sxm", "nvidia_a100_80gb_sxm", "nvidia_h800_sxm", "n
                 "amd_mi300x")
 MODELS = (("llama3-8b", "1T"), ("gpt3-6.7b", "0.3T"), ("llama2-70b", "2T"), ("llama3-70b", "5T"),
           ("gpt3-175b", "3T"))
+SEARCH = """
+import time
+from budget.catalog import load_catalog
+from budget.plan import build_plan
+from budget.scenario import parse_scenario
+catalog = load_catalog()
+data = {"name": "bench 175B", "model": {"preset": "gpt3-175b"}, "data": {"train_tokens": "3T"},
+        "hardware": {"accelerator": "nvidia_h100_sxm", "gpu_count": 1024}, "prices": {"per_gpu_hour": 2.0}}
+s = parse_scenario(data, "bench.yaml", catalog)
+build_plan(s, catalog, "bench")
+best = float("inf")
+for _ in range(5):
+    start = time.perf_counter()
+    build_plan(s, catalog, "bench")
+    best = min(best, time.perf_counter() - start)
+print(best)
+"""
 
 
-def run(cmd: list[str], cwd: Path) -> tuple[float, int]:
-    """(wall seconds, max RSS in MB) of one process; fails loudly on a non-zero exit."""
+class Sample:
+    """One process: wall seconds, CPU seconds (user + system, its children included), max RSS MB."""
+
+    def __init__(self, wall: float, cpu: float, mb: float):
+        self.wall, self.cpu, self.mb = wall, cpu, mb
+
+
+def run(cmd: list[str], cwd: Path) -> Sample:
+    """One process, its output discarded; fails loudly on a non-zero exit."""
     env = dict(os.environ, PYTHONPATH=str(cwd), PYTHONDONTWRITEBYTECODE="1")
+    before = os.times()
     start = time.perf_counter()
     proc = subprocess.Popen(cmd, cwd=cwd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    err = proc.stderr.read()             # drained while it runs: a full pipe would stall it
     _, status, usage = os.wait4(proc.pid, 0)
     wall = time.perf_counter() - start
-    err = proc.stderr.read().decode("utf-8", "replace")
+    after = os.times()
     proc.stderr.close()
     proc.returncode = os.waitstatus_to_exitcode(status)
     if proc.returncode != 0:
-        raise SystemExit(f"{' '.join(cmd)} exited {proc.returncode}:\n{err[-2000:]}")
-    return wall, usage.ru_maxrss / 1024
+        raise SystemExit(f"{' '.join(cmd)} exited {proc.returncode}:\n{err.decode('utf-8', 'replace')[-2000:]}")
+    # the child's own CPU (rusage) plus its workers' (reaped by it, so in os.times' children)
+    cpu = max(usage.ru_utime + usage.ru_stime,
+              (after.children_user - before.children_user) + (after.children_system - before.children_system))
+    return Sample(wall, cpu, usage.ru_maxrss / 1024)
 
 
 def sweep_scenarios(folder: Path, count: int) -> list[Path]:
@@ -79,12 +114,12 @@ def sweep_scenarios(folder: Path, count: int) -> list[Path]:
 
 
 def options_scenario(folder: Path) -> Path:
-    """The seed's options example widened to a base and 9 alternatives."""
+    """The bundled options example widened to a base and 9 alternatives."""
     data = yaml.safe_load((ROOT / "scenarios" / "gpt3-175b-options.yaml").read_text(encoding="utf-8"))
     given = data.get("options", [])
     extra = []
-    for i, (gpus, pp) in enumerate(((768, 8), (1536, 16), (2048, 16), (384, 8), (640, 8), (896, 8),
-                                    (1280, 16), (1792, 16), (128, 8))):
+    for gpus, pp in ((768, 8), (1536, 16), (2048, 16), (384, 8), (640, 8), (896, 8),
+                     (1280, 16), (1792, 16), (128, 8)):
         extra.append({"name": f"{gpus} H100", "hardware": {"gpu_count": gpus}, "parallelism": {"pp": pp}})
     data["options"] = (copy.deepcopy(given) + extra)[:9]
     path = folder / "ten-options.yaml"
@@ -92,50 +127,88 @@ def options_scenario(folder: Path) -> Path:
     return path
 
 
-def medians(samples: list[tuple[float, float]]) -> tuple[float, float]:
-    return statistics.median(s[0] for s in samples), max(s[1] for s in samples)
+def med(samples: list[Sample], key: str) -> float:
+    return statistics.median(getattr(s, key) for s in samples)
+
+
+def verdict(ok: bool) -> str:
+    return "goal met" if ok else "goal NOT met"
+
+
+def measure(trees: list[Path], pairs: int, sweeps: list[int], tmp: Path) -> dict:
+    """Every case of every tree, interleaved round by round."""
+    py = sys.executable
+    sweep = sweep_scenarios(tmp / "in", 100)
+    ten = options_scenario(tmp / "in")
+    got = {t: {k: [] for k in ("floor", "single", "hundred", "quarter", "package")} for t in trees}
+    for k in range(pairs):
+        for n, tree in enumerate(trees):
+            out = tmp / f"t{n}"
+            got[tree]["floor"].append(run([py, "-c", FLOOR], tree))
+            got[tree]["single"].append(run([py, "generate.py", "-q", "-f", "-o", str(out / f"one{k}")], tree))
+            if k < sweeps[n]:
+                got[tree]["hundred"].append(run([py, "generate.py", "-q", "-f", "-o", str(out / f"sweep{k}"),
+                                                 *map(str, sweep)], tree))
+                got[tree]["quarter"].append(run([py, "generate.py", "-q", "-f", "-o", str(out / f"quarter{k}"),
+                                                 *map(str, sweep[:25])], tree))
+            got[tree]["package"].append(run([py, "generate.py", "package", "-q", "-f", "-o",
+                                             str(out / f"pkg{k}"), str(ten)], tree))
+        print(f"  round {k + 1}/{pairs} done", file=sys.stderr, flush=True)
+    for tree in trees:
+        env = dict(os.environ, PYTHONPATH=str(tree))
+        got[tree]["search"] = float(subprocess.run([py, "-c", SEARCH], cwd=tree, env=env, check=True,
+                                                   capture_output=True, text=True).stdout.split()[-1])
+    return got
+
+
+def report(tree: Path, r: dict) -> dict:
+    floor, single, hundred, quarter, package = (r[k] for k in ("floor", "single", "hundred", "quarter", "package"))
+    ratio = statistics.median(b.wall / a.wall for a, b in zip(floor, single))
+    cpu_ratio = statistics.median(b.cpu / a.cpu for a, b in zip(floor, single))
+    h, q, p = med(hundred, "wall"), med(quarter, "wall"), med(package, "wall")
+    h_mb, q_mb = max(s.mb for s in hundred), max(s.mb for s in quarter)
+    print(f"\n{tree}")
+    print(f"  {'case':46} {'wall s':>8} {'CPU s':>7} {'peak MB':>8}")
+    for label, samples in (("import floor (openpyxl, jinja2, pydantic, yaml)", floor),
+                           ("generate, bundled example", single),
+                           ("100 scenarios, one call", hundred), ("25 scenarios, one call", quarter),
+                           ("package, 1 scenario with 10 options", package)):
+        print(f"  {label:46} {med(samples, 'wall'):8.3f} {med(samples, 'cpu'):7.3f} "
+              f"{max(s.mb for s in samples):8.0f}   (median of {len(samples)})")
+    print(f"  {'layout search, 175B on 1,024 H100 (in process)':46} {r['search']:8.3f}")
+    print(f"  generate / floor: {ratio:.2f}x wall (median of {len(single)} pair ratios), "
+          f"{cpu_ratio:.2f}x CPU  -> {verdict(ratio <= 1.5)} (<= 1.5x)")
+    print(f"  100 scenarios: {h:.1f} s, {h / 100 * 1000:.0f} ms per scenario  -> {verdict(h < 10)} (< 10 s)")
+    print(f"  10-option package: {p:.2f} s  -> {verdict(p < 3)} (< 3 s)")
+    print(f"  peak memory, 100 vs 25 scenarios: {h_mb:.0f} / {q_mb:.0f} MB = {h_mb / q_mb:.2f}x  "
+          f"-> {verdict(h_mb / q_mb <= 1.25)} (flat: <= 1.25x)")
+    return {"ratio": ratio, "cpu_ratio": cpu_ratio, "hundred": h, "package": p, "search": r["search"]}
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--pairs", type=int, default=7, help="interleaved runs of each (at least 5)")
+    parser.add_argument("--pairs", type=int, default=7, help="interleaved rounds (at least 5)")
+    parser.add_argument("--sweeps", type=int, default=3, help="rounds that also run the sweeps")
     parser.add_argument("--tree", type=Path, default=ROOT, help="the checkout to measure")
+    parser.add_argument("--baseline", type=Path, default=None, help="a second checkout, measured alongside")
+    parser.add_argument("--base-sweeps", type=int, default=1, help="rounds that run the baseline's sweeps")
     args = parser.parse_args()
-    tree, py = args.tree.resolve(), sys.executable
     pairs = max(args.pairs, 5)
+    trees = [args.tree.resolve()] + ([args.baseline.resolve()] if args.baseline else [])
+    sweeps = [max(1, min(args.sweeps, pairs)), max(1, min(args.base_sweeps, pairs))]
+    start = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="trainbudget-bench-") as tmp:
-        tmp = Path(tmp)
-        (tmp / "in").mkdir()
-        sweep = sweep_scenarios(tmp / "in", 100)
-        ten = options_scenario(tmp / "in")
-        floor, single, hundred, quarter, package = [], [], [], [], []
-        for k in range(pairs):   # interleaved, so drift in the machine's speed hits all alike
-            floor.append(run([py, "-c", FLOOR], tree))
-            single.append(run([py, "generate.py", "-q", "-f", "-o", str(tmp / f"one{k}")], tree))
-            if k < 3:
-                hundred.append(run([py, "generate.py", "-q", "-f", "-o", str(tmp / f"sweep{k}"),
-                                    *map(str, sweep)], tree))
-                quarter.append(run([py, "generate.py", "-q", "-f", "-o", str(tmp / f"quarter{k}"),
-                                    *map(str, sweep[:25])], tree))
-            package.append(run([py, "generate.py", "package", "-q", "-f", "-o", str(tmp / f"pkg{k}"),
-                                str(ten)], tree))
-        f, f_mb = medians(floor)
-        g, g_mb = medians(single)
-        h, h_mb = medians(hundred)
-        q, q_mb = medians(quarter)
-        p, p_mb = medians(package)
-        ratios = [b[0] / a[0] for a, b in zip(floor, single)]
-        print(f"machine: {os.cpu_count()} cores, Python {sys.version.split()[0]}; tree {tree}")
-        print(f"{'case':44} {'median s':>9} {'peak MB':>8}  goal")
-        print(f"{'import floor (openpyxl, jinja2, pydantic, yaml)':44} {f:9.3f} {f_mb:8.0f}")
-        print(f"{'generate, bundled example':44} {g:9.3f} {g_mb:8.0f}  "
-              f"{g / f:.2f}x the floor (median of pair ratios {statistics.median(ratios):.2f}x; goal <= 1.5x)")
-        print(f"{'100 scenarios, one call':44} {h:9.3f} {h_mb:8.0f}  "
-              f"{h / 100 * 1000:.0f} ms per scenario (goal < 10 s)")
-        print(f"{'25 scenarios, one call':44} {q:9.3f} {q_mb:8.0f}  "
-              f"peak memory 100 vs 25: {h_mb / q_mb:.2f}x (flat is ~1x)")
-        print(f"{'package, 1 scenario with 10 options':44} {p:9.3f} {p_mb:8.0f}  (goal < 3 s)")
-    print("layout search: python bench/bench_search.py")
+        (Path(tmp) / "in").mkdir()
+        got = measure(trees, pairs, sweeps, Path(tmp))
+    print(f"machine: {os.cpu_count()} cores, Python {sys.version.split()[0]}, "
+          f"load average {os.getloadavg()[0]:.1f} at the end; {time.perf_counter() - start:.0f} s in all")
+    results = [report(tree, got[tree]) for tree in trees]
+    if len(results) == 2:
+        now, base = results
+        print(f"\nbaseline -> now: generate/floor {base['ratio']:.2f}x -> {now['ratio']:.2f}x "
+              f"(CPU {base['cpu_ratio']:.2f}x -> {now['cpu_ratio']:.2f}x); 100 scenarios "
+              f"{base['hundred']:.1f} -> {now['hundred']:.1f} s; package {base['package']:.2f} -> "
+              f"{now['package']:.2f} s; search {base['search']:.3f} -> {now['search']:.3f} s")
     return 0
 
 
