@@ -213,6 +213,10 @@ def write_reference_inputs(w, ws, row: int) -> int:
         put_text(ws.cell(row, 1), d.label)
         for k, value in enumerate(plan.inputs[name].value):
             w.input_value(ws.cell(row, 2 + k), value, d.unit)
+            if isinstance(value, str):            # a run's name or id wraps in its column
+                ws.cell(row, 2 + k).alignment = Alignment(wrap_text=True, vertical="top")
+        if name in (REFERENCE_ROWS, "ref_accelerator"):
+            ws.row_dimensions[row].height = (4 if name == REFERENCE_ROWS else 2) * line_height(False)
         if not n:
             w.input_value(ws.cell(row, 2), None, d.unit)
         w.define(name, ws, f"${first}${row}:${last}${row}")
