@@ -244,3 +244,19 @@ def test_the_report_says_the_utilisation_is_calibrated(catalog):
             in md) and f"a factor of {v['calibration_factor']:.3f}" in md
     assert "calibrated on a pilot" in render_html(plan)
     assert "calibrated on a pilot" not in render_markdown(plan_of(raw(SEED_H100), catalog, "seed"))
+
+
+def test_stages_without_a_typed_mfu_take_the_factor_too(catalog):
+    """A stage's MFU left to the model is the model's at the stage's layout times the plan's one
+    factor (the pilot is measured once); a stage's typed MFU is all-in and stays as typed."""
+    from conftest import PLAIN_CASES
+    path, changes = PLAIN_CASES["pilot-calibrated"]
+    data = with_changes(raw(path), {**changes, "stages": [
+        {"name": "short", "tokens": "1T", "gpu_count": 256}, {"name": "main", "tokens": "1.5T"},
+        {"name": "typed", "tokens": "0.5T", "mfu": 0.4}]})
+    v = plan_of(data, catalog, "staged").values
+    factor = v["calibration_factor"]
+    assert factor != pytest.approx(1)
+    assert list(v["stage_mfu_used"][:3]) == pytest.approx(
+        [v["stage_effective_mfu"][0] * factor, v["stage_effective_mfu"][1] * factor, 0.4])
+    assert v["stage_mfu_used"][1] == pytest.approx(v["calibrated_mfu"])
