@@ -13,13 +13,19 @@ from __future__ import annotations
 
 import hashlib
 import io
+import math
 import re
 import unicodedata
 import zipfile
+from xml.etree.ElementTree import _escape_cdata
 from copy import copy
 from dataclasses import dataclass, field, replace
 
 from openpyxl import Workbook
+from openpyxl.cell._writer import write_cell
+from openpyxl.compat import safe_string
+from openpyxl.drawing.spreadsheet_drawing import SpreadsheetDrawing
+from openpyxl.worksheet._writer import WorksheetWriter
 from openpyxl.writer.excel import ExcelWriter
 from openpyxl.formatting.rule import FormulaRule
 from openpyxl.styles import Alignment, Border, Font, NamedStyle, PatternFill, Protection, Side
@@ -1186,9 +1192,75 @@ class _Writer:
         buffer = io.BytesIO()
         # openpyxl's save, stored rather than deflated: normalise_xlsx compresses each entry once
         with zipfile.ZipFile(buffer, "w", zipfile.ZIP_STORED, allowZip64=True) as archive:
-            ExcelWriter(self.wb, archive).save()
+            _FastExcelWriter(self.wb, archive).save()
         self.result.data = normalise_xlsx(buffer.getvalue())
         return self.result
+
+
+class _FastSheetWriter(WorksheetWriter):
+    """openpyxl's worksheet writer with the common cells (numbers, formulas, plain text, empty
+    styled cells) written as text in one piece rather than one ElementTree element each: the
+    very bytes openpyxl writes (every bundled scenario's workbook is byte-identical), in about
+    half the time. Anything else (a comment, a link, rich text, a date, a boolean, text that
+    needs xml:space) goes through openpyxl's own write_cell."""
+
+    def write_row(self, xf, row, row_idx):
+        if any(cell._comment is not None or cell.hyperlink for cell in row):
+            return super().write_row(xf, row, row_idx)
+        attrs = {"r": f"{row_idx}"}
+        attrs.update(self.ws.row_dimensions.get(row_idx, {}))
+        with xf.element("row", attrs):
+            parts: list[str] = []
+            for cell in row:
+                value = cell._value
+                styled = cell.has_style
+                if value is None and not styled:
+                    continue
+                text = _cell_xml(cell, value, styled)
+                if text is None:
+                    if parts:
+                        xf._file("".join(parts))
+                        parts = []
+                    write_cell(xf, self.ws, cell, styled)
+                else:
+                    parts.append(text)
+            if parts:
+                xf._file("".join(parts))
+
+
+def _cell_xml(cell, value, styled: bool) -> str | None:
+    """One cell as openpyxl's etree_write_cell writes it, or None when it is not a common case."""
+    kind = cell.data_type
+    head = f'<c r="{cell.coordinate}" s="{cell.style_id}"' if styled else f'<c r="{cell.coordinate}"'
+    if kind == "n":
+        if value is None:
+            return head + ' t="n" />'
+        if type(value) is int or (type(value) is float and math.isfinite(value)):
+            return f'{head} t="n"><v>{safe_string(value)}</v></c>'
+        return None
+    if kind == "f":
+        if type(value) is str:
+            return f"{head}><f>{_escape_cdata(value[1:])}</f><v /></c>"
+        return None
+    if kind == "s" and type(value) is str and value:
+        stripped = value.strip()
+        if stripped and value != stripped:      # openpyxl adds xml:space="preserve"
+            return None
+        return f'{head} t="inlineStr"><is><t>{_escape_cdata(value)}</t></is></c>'
+    return None
+
+
+class _FastExcelWriter(ExcelWriter):
+    def write_worksheet(self, ws):
+        ws._drawing = SpreadsheetDrawing()
+        ws._drawing.charts = ws._charts
+        ws._drawing.images = ws._images
+        writer = _FastSheetWriter(ws)
+        writer.write()
+        ws._rels = writer._rels
+        self._archive.write(writer.out, ws.path[1:])
+        self.manifest.append(ws)
+        writer.cleanup()
 
 
 TIMELINE_PHASES = ("data_prep", "validation", "scaling", "training", "evaluation", "deployment")
