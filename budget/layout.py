@@ -240,16 +240,30 @@ class Evaluator:
     """Runs the model's layout-dependent formulas for one layout at a time."""
 
     def __init__(self, model: Model, inputs: Mapping[str, object], tables: Mapping,
-                 run: Callable | None = None):
+                 run: Callable | None = None, memory_run: Callable | None = None):
         self.model, self.inputs, self.tables = model, dict(inputs), tables
         self.base = model.evaluate(inputs, tables)
         self.run: Callable = run or model.dependents({*LAYOUT_INPUTS, "gpu_count"}, RANKED_OUTPUTS)
+        self.memory_run = memory_run    # the memory check alone, compiled when first asked
         self.calls = 0
         self.lang = model.lang          # the language the search explains itself in
 
     def changed(self, **inputs) -> "Evaluator":
         """The same model and search at other input values (a batch, an accelerator)."""
-        return Evaluator(self.model, {**self.inputs, **inputs}, self.tables, self.run)
+        return Evaluator(self.model, {**self.inputs, **inputs}, self.tables, self.run, self.memory_run)
+
+    def any_fits(self, space: "Space", gpu_count: int) -> bool:
+        """Whether some layout of the space fits in memory at `gpu_count`: the model's memory
+        check alone, stopping at the first layout that fits (the ways out probe counts this way)."""
+        if self.memory_run is None:
+            self.memory_run = self.model.dependents({*LAYOUT_INPUTS, "gpu_count"}, ("check_memory_fits",))
+        for layout in space.options(gpu_count):
+            env = dict(self.base)
+            env.update(layout.as_inputs())
+            env["gpu_count"] = float(gpu_count)
+            if self.memory_run(env, self.tables)["check_memory_fits"] == 0:
+                return True
+        return False
 
     def __call__(self, layout: Layout, gpu_count: int) -> Candidate:
         self.calls += 1
@@ -440,11 +454,11 @@ MAX_BATCH = 1 << 24          # the scenario's largest batch (budget/scenario.py 
 
 
 def fits_at(evaluate: Evaluator, space: Space, gpu_count: int) -> SearchResult | None:
-    """The search's result at `gpu_count`, or None when no layout splits or fits there."""
-    try:
-        return search(evaluate, space, gpu_count, keep=1)
-    except NoLayoutFits:
+    """The search's result at `gpu_count`, or None when no layout splits or fits there (found by
+    the memory check alone, before the search ranks the layouts)."""
+    if not evaluate.any_fits(space, gpu_count):
         return None
+    return search(evaluate, space, gpu_count, keep=1)
 
 
 def splits(space: Space, gpu_count: int) -> bool:
@@ -514,30 +528,28 @@ def smallest_count_that_fits(evaluate: Evaluator, space: Space, gpu_count: int) 
     with few factors splits less): probe the counts that split at doubling steps, bisect
     between the last that did not fit and the first that did, then look a few counts below."""
     counts = [n for n in space.split_counts() if n > gpu_count]
-    cache: dict[int, SearchResult | None] = {}
+    cache: dict[int, bool] = {}
 
-    def at(i: int) -> SearchResult | None:
+    def at(i: int) -> bool:
         if i not in cache:
-            cache[i] = fits_at(evaluate, space, counts[i])
+            cache[i] = evaluate.any_fits(space, counts[i])
         return cache[i]
 
     lo, hi, step = -1, None, 1
     while lo + step < len(counts):
-        if at(lo + step) is not None:
+        if at(lo + step):
             hi = lo + step
             break
         lo, step = lo + step, step * 2
     if hi is None:
-        if not counts or at(len(counts) - 1) is None:
+        if not counts or not at(len(counts) - 1):
             return None
         hi = len(counts) - 1
     while hi - lo > 1:
         mid = (lo + hi) // 2
-        if at(mid) is not None:
+        if at(mid):
             hi = mid
         else:
             lo = mid
-    for i in range(max(0, hi - 8), hi):
-        if at(i) is not None:
-            return at(i)
-    return at(hi)
+    first = next((i for i in range(max(0, hi - 8), hi) if at(i)), hi)
+    return search(evaluate, space, counts[first], keep=1)
