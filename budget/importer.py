@@ -159,7 +159,7 @@ def _cell_value(book: _Book, d: InputDef, where: str, value) -> object:
             raise bad(Msg("importer.errors.choice.message", value=repr(typed), choices=choices),
                       Msg("importer.errors.choice.fix", choices=choices))
         return typed
-    if d.kind == "date":
+    if d.kind in ("date", "range_date"):      # a date cell; a column of them (the reference runs')
         if isinstance(value, dt.datetime):
             return excel_serial(value.date())
         if isinstance(value, dt.date):

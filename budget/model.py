@@ -78,7 +78,9 @@ REFERENCE_VALUES = {"gpu_type": "ref_accelerator", "gpu_count": "ref_gpu_count",
                     "tp_size": "ref_tp", "pp_size": "ref_pp", "cp_size": "ref_cp", "ep_size": "ref_ep",
                     "virtual_pipeline_stages": "ref_virtual_stages", "micro_batch_size": "ref_micro_batch",
                     "zero_stage": "ref_zero_stage", "recompute": "ref_recompute",
-                    "sequence_parallel": "ref_sequence_parallel", "global_batch_sequences": "ref_batch_sequences"}
+                    "sequence_parallel": "ref_sequence_parallel", "global_batch_sequences": "ref_batch_sequences",
+                    # the run's date: the software's age on its architecture (the fitted model's term)
+                    "start_date": "ref_software_date"}
 # ... and the plan's inputs a published run does not share: blank (the utilisation, so that the
 # efficiency model predicts it; the plan's overrides and MoE/MLA shape) or the published runs'
 # common case (dense BF16 compute, the 1F1B schedule, even stages). Other inputs stay the plan's.
@@ -1574,6 +1576,7 @@ def _reference_runs(b: ModelBuilder, i: _Inputs) -> None:
     b.input("ref_recompute", "mode", choices=RECOMPUTE_MODES, **text_col)
     b.input("ref_sequence_parallel", "yes/no", choices=YES_NO, **text_col)
     b.input("ref_batch_sequences", "sequences", kind="range", minimum=1)
+    b.input("ref_software_date", "date", kind="range_date")
     b.input("ref_published_tokens_per_gpu_s", "tokens/s per GPU", kind="range", minimum=0, positive=True,
             optional=True)
     swap: dict[str, Expr] = {name: At(column) for name, column in REFERENCE_VALUES.items()}

@@ -17,6 +17,7 @@ model predicts it: each figure below the table is a live formula.
 
 from __future__ import annotations
 
+import datetime as dt
 import math
 import re
 from collections import Counter
@@ -26,7 +27,7 @@ import yaml
 from openpyxl.styles import Alignment, Font
 from openpyxl.utils import get_column_letter
 
-from .bind import InputValue
+from .bind import InputValue, excel_serial
 from .catalog import Catalog, data_dir
 from .i18n import text
 from .model import REFERENCE_FIGURES, REFERENCE_ROWS, REFERENCE_VALUES
@@ -134,6 +135,11 @@ def _run(r: dict, catalog: Catalog) -> dict | None:
     rec = next((mode for mode in ("full", "selective", "none") if rec.startswith(mode)), None)
     if rec is None:
         return None
+    try:                                         # "2023-05": the 15th, as budget/calibrate.py takes it
+        year, month = (int(x) for x in str(r["software_date"]).split("-")[:2])
+        date = excel_serial(dt.date(year, month, 15))
+    except (KeyError, ValueError):
+        return None
     pe = str(sh.get("position_embeddings") or "rotary")
     yes = lambda x: "yes" if x else "no"  # noqa: E731 - i18n: not text (cell values)
     return {"ref_name": r["id"], "ref_source": r["source"], "ref_quote": r["quote"],
@@ -150,7 +156,7 @@ def _run(r: dict, catalog: Catalog) -> dict | None:
             "ref_ep": float(L.get("ep") or 1), "ref_virtual_stages": float(v or 1),
             "ref_micro_batch": float(L["micro_batch_size"]), "ref_zero_stage": float(L["zero_stage"]),
             "ref_recompute": rec, "ref_sequence_parallel": yes(L["sequence_parallel"]),
-            "ref_batch_sequences": float(r["global_batch_sequences"]),
+            "ref_batch_sequences": float(r["global_batch_sequences"]), "ref_software_date": date,
             "ref_published_tokens_per_gpu_s": round(float(tok), 1),
             "_source_id": r["source_id"], "_params": _num(r["params"])}
 

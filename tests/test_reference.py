@@ -18,6 +18,7 @@ import shutil
 import openpyxl
 import pytest
 
+from budget.bind import from_serial
 from budget.importer import import_workbook
 from budget.model import REFERENCE_ROWS
 from budget.recalc import is_error, read_values, recalculate, relative_difference
@@ -91,7 +92,7 @@ def _run_scenario(plan, k: int) -> dict:
         "data.global_batch_sequences": whole("ref_batch_sequences"),
         "hardware.accelerator": acc, "hardware.gpu_count": whole("ref_gpu_count"),
         "hardware.effective_tflops": None, "hardware.peak_tflops": 990 if acc == "nvidia_h100_sxm" else None,
-        "memory.activation_gb_per_microbatch": None,
+        "memory.activation_gb_per_microbatch": None, "schedule.start_date": from_serial(at("ref_software_date")),
         "parallelism": {"tp": whole("ref_tp"), "pp": whole("ref_pp"), "cp": whole("ref_cp"), "ep": whole("ref_ep"),
                         "virtual_pipeline_stages": whole("ref_virtual_stages"),
                         "micro_batch_size": whole("ref_micro_batch"), "zero_stage": whole("ref_zero_stage"),
@@ -110,6 +111,19 @@ def test_each_estimate_is_the_planners_own_plan_of_the_run(catalog, seed_h100, k
     tokens = own["peak_tflops"] * 1e12 * own["effective_mfu"] / own["model_flops_per_token"]
     assert v["ref_tokens_per_gpu_s"][k] == pytest.approx(tokens, rel=1e-12)
     assert v["ref_error"][k] == pytest.approx(tokens / v["ref_published_tokens_per_gpu_s"][k] - 1, rel=1e-12)
+
+
+def test_with_the_fitted_model_each_run_is_estimated_at_its_own_software_date(catalog):
+    """`efficiency.model: fitted` (issue 13's step-time model): the runs pick it up through the
+    plan's formulas, its software-maturity term at the run's date (the source's month), not the
+    plan's start."""
+    fitted = plan_of(with_changes(raw(SEED_H100), {"efficiency.model": "fitted"}), catalog, "fitted")
+    v = fitted.values
+    for k in range(len(v[REFERENCE_ROWS])):
+        own = plan_of(with_changes(_run_scenario(fitted, k), {"efficiency.model": "fitted"}), catalog, "run").values
+        assert v["ref_effective_mfu"][k] == pytest.approx(own["effective_mfu"], rel=1e-12), v["ref_name"][k]
+        assert v["ref_architecture_years"][k] == pytest.approx(own["architecture_years"], rel=1e-12)
+    assert v["ref_architecture_years"][0] < 2 < v["architecture_years"]   # MPT on H100 in 2023; the plan later
 
 
 def test_the_plans_own_figures_do_not_move(seed_h100):
