@@ -20,6 +20,9 @@ from .i18n import DEFAULT_LANG, Messages, text
 from .lineitems import Model, ModelBuilder
 
 ACCELERATOR_TABLE = "acc"
+# issue 13: each accelerator's architecture date and fitted matmul factor (a table of its own, so
+# the accelerator table still prints one page wide)
+ARCHITECTURE_TABLE = "arch"
 ACTIVATION_TABLE = "act"
 RECOMPUTE_MODES = ("none", "selective", "full")
 TIERS = ("on_demand", "reserved", "spot")
@@ -142,10 +145,10 @@ def _tables(b: ModelBuilder) -> None:
         # appended, so the columns above keep their places; blank where not published: a formula
         # reads them behind ISNUMBER (INDEX of a blank cell is 0 in Excel), as tdp_w is read
         ("peak_fp8_tflops", "TFLOPS"), ("peak_fp4_tflops", "TFLOPS"), ("scale_up_domain", "GPUs"),
-        # issue 13: when the architecture first shipped, and its fitted matmul factor (blank where
-        # no published row measured the architecture: scaled from the reference accelerator's)
-        ("architecture_launched", "date"), ("fitted_matmul_factor", "×"),
     ])
+    # when the architecture first shipped, and its fitted matmul factor (blank where no published
+    # row measured the architecture: scaled from the reference accelerator's)
+    b.table(ARCHITECTURE_TABLE, [("id", "text"), ("architecture_launched", "date"), ("fitted_matmul_factor", "×")])
     b.table(FX_TABLE, [("id", "text"), ("rate", "×")])
     b.table(ACTIVATION_TABLE, [
         ("id", "text"), ("replicated", "bytes/(s·b·h)"), ("split", "bytes/(s·b·h)"),
@@ -575,6 +578,13 @@ def _acc(column: str) -> Lookup:
     return Lookup(ACCELERATOR_TABLE, column, Ref("gpu_type"))
 
 
+def _arch(column: str) -> Expr:
+    """A figure of the Architectures table; blank for an accelerator a reviewer added to the
+    accelerator table but not to this one (its software then counts as mature, its factor scaled)."""
+    found = Lookup(ARCHITECTURE_TABLE, column, Ref("gpu_type"))
+    return IF(ISERROR(found), "", found)
+
+
 def _accelerator(b: ModelBuilder, i: _Inputs) -> None:
     b.sheet("Compute", "accelerator")
     b.item("accelerator_name", "text", _acc("name"))
@@ -996,14 +1006,14 @@ def _fitted_step_time(b: ModelBuilder, i: _Inputs) -> None:
     matmul_s = b.item("matmul_at_peak_s", "s", r("matmul_hardware_flops_per_token") * per_gpu / peak)
     attn_s = b.item("attention_at_peak_s", "s", r("attention_hardware_flops_per_token") * per_gpu / peak)
     # a reviewer's own accelerator row may lack the date: its software is taken as mature
-    launched = _acc("architecture_launched")
+    launched = _arch("architecture_launched")
     years = b.item("architecture_years", "years",
                    IF(ISNUMBER(launched), (i.start_date - launched) / i.days_per_year, i.fitted_immaturity_cap_years))
-    fitted = _acc("fitted_matmul_factor")
+    fitted = _arch("fitted_matmul_factor")
     reference = i.fitted_reference_accelerator
     arch = b.item("architecture_matmul_factor", "×",
                   IF(ISNUMBER(fitted), fitted,
-                     Lookup(ACCELERATOR_TABLE, "fitted_matmul_factor", reference)
+                     Lookup(ARCHITECTURE_TABLE, "fitted_matmul_factor", reference)
                      * Lookup(ACCELERATOR_TABLE, "typical_mfu", reference) / _acc("typical_mfu")))
     factor = b.item("matmul_time_factor", "×",
                     arch + i.fitted_width_factor / (i.hidden_size / i.tp_size)

@@ -20,7 +20,7 @@ from .layout import (LAYOUT_INPUTS, layout_domains, Candidate, Evaluator, Layout
                      smallest_count_for_deadline, smallest_count_that_fits)
 from .bind import fx_rows, InputValue, bind, excel_serial, from_serial, schema_paths  # noqa: F401 - re-exported
 from .lineitems import Model
-from .model import (ACCELERATOR_TABLE, ACTIVATION_TABLE, FX_TABLE, RECOMPUTE_MODES, SEARCH_INPUTS, SEARCH_ITEMS,
+from .model import (ACCELERATOR_TABLE, ACTIVATION_TABLE, ARCHITECTURE_TABLE, FX_TABLE, RECOMPUTE_MODES, SEARCH_INPUTS, SEARCH_ITEMS,
                     build_model)
 from .scenario import Scenario, resolved_shape
 
@@ -117,6 +117,23 @@ class Plan:
         return [c.name for c in failing(self.values)]
 
 
+def architecture_table(catalog: Catalog, lang: str = DEFAULT_LANG) -> TableData:
+    """Each accelerator's architecture date and fitted matmul factor (issue 13), blank where the
+    catalog has none (a scenario's own row) or no published row measured the architecture."""
+    rows, sources = [], []
+    for acc in catalog.accelerators:
+        launched, fit = acc.architecture_launched, catalog.efficiency
+        factor = fit.matmul_factor_of(acc.id) if fit else None
+        rows.append({"id": acc.id,
+                     "architecture_launched": None if launched is None else excel_serial(launched.value),
+                     "fitted_matmul_factor": factor})
+        cites = [] if launched is None else [launched.cite()]
+        if factor is not None:
+            cites.append(fmt("plan.bind.fitted_default", lang, rows=fit.rows, as_of=fit.as_of.isoformat()))
+        sources.append("; ".join(cites))
+    return TableData(tuple(rows), tuple(sources))
+
+
 def accelerator_table(catalog: Catalog, scenario: Scenario | None = None) -> TableData:
     lang = scenario.language if scenario is not None else DEFAULT_LANG
     rows, sources = [], []
@@ -136,9 +153,6 @@ def accelerator_table(catalog: Catalog, scenario: Scenario | None = None) -> Tab
             row[col] = None if fig is None else float(fig.value)
             if fig is not None:
                 cites.append(fig.cite())
-        launched = acc.architecture_launched
-        row["architecture_launched"] = None if launched is None else excel_serial(launched.value)
-        row["fitted_matmul_factor"] = catalog.efficiency.matmul_factor_of(acc.id) if catalog.efficiency else None
         if scenario and scenario.hardware.peak_tflops and acc.id == scenario.hardware.accelerator:
             row["peak_bf16_tflops"] = float(scenario.hardware.peak_tflops)
             cites[0] = fmt("plan.tables.peak_overridden", lang, datasheet=acc.peak_bf16_tflops.value,
@@ -193,7 +207,8 @@ def build_plan(s: Scenario, catalog: Catalog, scenario_id: str = "scenario",
     inputs = bind(model, s, catalog, file)
     from .reference import run_inputs       # the Reference runs: chosen once the plan's size is known
     inputs.update(run_inputs(catalog, s.language))
-    tables = {ACCELERATOR_TABLE: accelerator_table(catalog, s), ACTIVATION_TABLE: activation_table(s.language),
+    tables = {ACCELERATOR_TABLE: accelerator_table(catalog, s), ARCHITECTURE_TABLE: architecture_table(catalog, s.language),
+              ACTIVATION_TABLE: activation_table(s.language),
               FX_TABLE: TableData(*fx_rows(s, catalog))}
     lookups = {name: t.lookup() for name, t in tables.items()}
     inputs.update(_structure(inputs, s.language, weeks=0))

@@ -41,7 +41,7 @@ from .formula import IF, ISERROR, OR, ROUND, Expr, Ref, Text, compile_items, lif
 from .i18n import DEFAULT_LANG, Messages, text
 from .lineitems import InputDef, Item
 from .model import build_model
-from .model import ACCELERATOR_TABLE, AFTER_SUBTOTAL, COST_LINES, FX_TABLE, MEMO_LINES
+from .model import ACCELERATOR_TABLE, AFTER_SUBTOTAL, ARCHITECTURE_TABLE, COST_LINES, FX_TABLE, MEMO_LINES
 from .plan import Plan, from_serial
 from .reproducible import normalise_xlsx
 
@@ -75,7 +75,7 @@ RANGE_TABLES = {"stage": ("stage_rows_below", 3, "workbook.inputs.spare_stages")
                 "staff": ("staff_rows_below", SPARE_ROWS, "workbook.inputs.spare_roles")}
 BELOW_ROWS = 5        # rows under a table watched by check_tables_closed
 THIN = Side(style="thin", color="BFBFBF")
-SPARE_ROW_TABLES = (ACCELERATOR_TABLE, FX_TABLE)   # growable: workbook.catalog.spare_rows.<table>
+SPARE_ROW_TABLES = (ACCELERATOR_TABLE, FX_TABLE, ARCHITECTURE_TABLE)   # growable: workbook.catalog.spare_rows.<table>
 TIMELINE_PRINT_SCALE = 75   # the week grid prints several pages wide; A:C repeat on each
 WIDE_SHEET_UNITS = 200      # wider than this (column width units) prints two pages wide
 CHECK_FONT = Font(name="Calibri", color="C00000", bold=True)

@@ -239,13 +239,16 @@ def test_unpublished_figures_are_blank_cells_not_zeros(seed_h100):
     columns = [c for c, _, _ in build_model().tables[ACCELERATOR_TABLE].columns]
     assert columns[:13] == ["id", "name", "vendor", *FIGURES, "node_overhead_kw", "node_price",
                             "node_price_currency"]
-    assert columns[13:16] == list(OPTIONAL_FIGURES)
-    # issue 13's columns after them: every accelerator's architecture date; the fitted matmul
-    # factor only where published rows measured the architecture
-    assert columns[16:] == ["architecture_launched", "fitted_matmul_factor"]
-    sheet, ref = book.names["acc_fitted_matmul_factor"].split("!")
-    fitted = dict(zip(ids, (row[0].value for row in wb[sheet][ref])))
+    assert columns[13:] == list(OPTIONAL_FIGURES)
+    # issue 13's table beside it: every accelerator's architecture date; the fitted matmul factor
+    # only where published rows measured the architecture
+    arch = {}
+    for name in ("id", "architecture_launched", "fitted_matmul_factor"):
+        sheet, ref = book.names[f"arch_{name}"].split("!")
+        arch[name] = [row[0].value for row in wb[sheet][ref]]
+    fitted = dict(zip(arch["id"], arch["fitted_matmul_factor"]))
     assert fitted["nvidia_h800_sxm"] == fitted["nvidia_h100_sxm"] > 0 and fitted["nvidia_b200"] is None
+    assert all(d is not None for i, d in zip(arch["id"], arch["architecture_launched"]) if i is not None)
     for name in OPTIONAL_FIGURES:
         sheet, ref = book.names[f"acc_{name}"].split("!")
         cells = dict(zip(ids, (row[0].value for row in wb[sheet][ref])))
