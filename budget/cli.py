@@ -30,16 +30,18 @@ import tempfile
 import unicodedata
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from . import __version__
 from .catalog import data_dir, load_catalog
 from .errors import InputError, Msg, Problem, ScenarioError, located, text_in
 from .i18n import DEFAULT_LANG, fmt
 from .output import Interrupted, Output, OutputError, write_outputs
-from .plan import Plan, build_plan
-from .scenario import character_problem, load_scenario
-from .report import render_html, render_markdown
-from .workbook import write_workbook
+
+# The planner, the workbook (openpyxl) and the reports (jinja2) are imported where they are
+# used, not here: `--help`, `--version` and `import` need none of them (issue 14).
+if TYPE_CHECKING:
+    from .plan import Plan
 
 EXIT_OK, EXIT_FAILURE, EXIT_BAD_INPUT = 0, 1, 2
 BUNDLED_EXAMPLE = "gpt3-175b-h100.yaml"
@@ -90,6 +92,9 @@ def add_lang_argument(p: argparse.ArgumentParser, lang: str = DEFAULT_LANG,
 
 def render(plan: Plan) -> list[Output]:
     """The workbook and the timeline report (Markdown and HTML) of one plan."""
+    from .report import render_html, render_markdown
+    from .workbook import write_workbook
+
     stem = plan.scenario_id
     book = write_workbook(plan)
     return [Output(Path(f"{stem}.xlsx"), book.data),
@@ -98,6 +103,9 @@ def render(plan: Plan) -> list[Output]:
 
 
 def plan_file(path: Path, catalog, lang: str | None = None) -> Plan:
+    from .plan import build_plan
+    from .scenario import character_problem, load_scenario
+
     name_problem = character_problem(path.name)
     if name_problem:   # the file name reaches the workbook and the reports
         raise ScenarioError(path, [Problem("", Msg("errors.file_name.message", problem=name_problem[0]),
