@@ -291,7 +291,8 @@ def write_reference(w, ws, plan) -> None:
             w.formula(ws, r, FIRST_COL + k, item.expr.excel(resolve), plan.values[name][k],
                       number_format(item.unit))
         w.define(name, ws, f"${first}${r}:${last}${r}")
-    w.widths(ws, [40, 12, *([14] * max(n, 1)), 26, 30])   # one page wide (WIDE_SHEET_UNITS)
+    # one page wide at 60% or more (tests/test_print.py): at most about 177 width units in all
+    w.widths(ws, [34, 12, *([12] * max(n, 1)), 22, 26])
     ws.freeze_panes = ws.cell(HEAD_ROW + 1, FIRST_COL).coordinate
     w.page_setup(ws)
     # Printed: the runs, the estimates and the sources; the quotes and the workings stay on screen

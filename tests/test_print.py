@@ -210,6 +210,8 @@ def test_printed_pages_are_legible(printed, books, name, paper):
     assert count["Summary"] <= 3 and count["Glossary"] == 1 and count["Change log"] == 1, count
     assert count["Timeline"] <= 8, count
     # A bound against a runaway print, not a target: issue 12's catalog (22 accelerators, FP8/FP4
-    # peaks) and today's shapes and layout dimensions on Inputs took the seed's book to 53 pages.
-    assert 15 <= len(pages) <= 60, count
+    # peaks) and today's shapes and layout dimensions on Inputs took the seed's book to 53 pages;
+    # issue 13's evidence (the Reference runs sheet and its run table on Inputs, the pilot and the
+    # fitted model's inputs, the Architectures table) to 67.
+    assert 15 <= len(pages) <= 75, count
     assert all(words > 20 for _, _, words in pages), "no blank pages"
