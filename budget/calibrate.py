@@ -33,7 +33,7 @@ from typing import Iterable, Mapping, Sequence
 
 import yaml
 
-from .catalog import Catalog, data_dir, load_catalog
+from .catalog import Catalog, data_dir, load_catalog, read_bundled
 
 ROWS_FILE = "throughput_runs.yaml"
 # The peak each source's MFU or TFLOPS is a share of (dense BF16, as the sources print it)
@@ -61,8 +61,7 @@ class Row:
 
 
 def load_rows(path: Path | None = None) -> list[dict]:
-    path = path or data_dir("catalogs") / ROWS_FILE
-    return yaml.safe_load(path.read_text(encoding="utf-8"))["rows"]
+    return read_bundled(path or data_dir("catalogs") / ROWS_FILE)["rows"]
 
 
 def _num(x) -> float | None:

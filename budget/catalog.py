@@ -402,7 +402,7 @@ def _accelerator_from_row(row) -> Accelerator:
     return Accelerator(id=row.id, name=row.name, vendor=row.vendor or "", **figures)
 
 
-def _read_bundled(path: Path):
+def read_bundled(path: Path):
     """A catalog file shipped with the package, read by libyaml (when PyYAML has it) with the
     strict loader's duplicate-key check; anything libyaml refuses or doubts is read again by the
     strict loader (errors.load_yaml), whose message names the line. Only the bundled files come
@@ -432,7 +432,7 @@ _CStrictLoader = _c_strict_loader()
 
 
 def _validated(path: Path, cls, bundled: bool = False):
-    data = _read_bundled(path) if bundled else load_yaml(path, CatalogError)
+    data = read_bundled(path) if bundled else load_yaml(path, CatalogError)
     try:
         return cls.model_validate(data)
     except ValidationError as exc:

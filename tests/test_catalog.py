@@ -359,19 +359,19 @@ def test_a_preset_moe_needs_its_expert_width(tmp_path):
 def test_bundled_catalogs_read_by_libyaml_equal_the_strict_loaders_reading():
     """The bundled catalog files go through libyaml (issue 14); the data is the strict Python
     loader's, and a duplicate key is still refused, by the strict loader's own message."""
-    from budget.catalog import _read_bundled
+    from budget.catalog import read_bundled
     from budget.errors import load_yaml
 
     for path in sorted(data_dir("catalogs").glob("*.yaml")):
-        assert _read_bundled(path) == load_yaml(path, CatalogError), path
+        assert read_bundled(path) == load_yaml(path, CatalogError), path
 
 
 def test_a_duplicate_key_is_refused_on_the_fast_path_too(tmp_path):
-    from budget.catalog import _read_bundled
+    from budget.catalog import read_bundled
 
     path = tmp_path / "accelerators.yaml"
     path.write_text("sources: {a: x}\naccelerators: []\nsources: {b: y}\n", encoding="utf-8")
     with pytest.raises(CatalogError) as err:
-        _read_bundled(path)
+        read_bundled(path)
     assert "duplicate key 'sources' (first at line 1)" in err.value.render()
     assert "line 3" in err.value.render()
