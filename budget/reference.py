@@ -46,6 +46,9 @@ TABLE = ("ref_name", *REFERENCE_VALUES.values(), "ref_published_tokens_per_gpu_s
 ESTIMATE_ROWS = ("ref_model_params", "ref_layout_label", "ref_dp_size", "ref_peak_tflops",
                  "ref_model_flops_per_token", "ref_effective_mfu", "ref_tokens_per_gpu_s", "ref_published_mfu",
                  "ref_error")
+# The run columns are narrow (the sheet prints one page wide): hundreds of billions in scientific
+# notation, not as ### in a printed page
+COMPACT_FORMATS = {"parameters": "0.00E+00", "FLOP/token": "0.00E+00"}  # i18n: not text
 OWN_ROWS = ESTIMATE_ROWS[-3:]    # the sheet's own items (their notes shown): estimate, published MFU, error
 COLUMNS = (*TABLE, "ref_source", "ref_quote")
 # The table's rows the Reference runs sheet repeats (live) above the estimates
@@ -288,7 +291,7 @@ def write_reference(w, ws, plan) -> None:
         for k in range(n):
             resolve = _resolver(w, placed, k)
             w.formula(ws, r, FIRST_COL + k, item.expr.excel(resolve), plan.values[name][k],
-                      number_format(item.unit))
+                      COMPACT_FORMATS.get(item.unit, number_format(item.unit)))
         w.define(name, ws, f"${first}${r}:${last}${r}")
     # one page wide at 60% or more (tests/test_print.py): at most about 177 width units in all
     w.widths(ws, [34, 12, *([12] * max(n, 1)), 22, 26])
