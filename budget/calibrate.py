@@ -33,12 +33,9 @@ from typing import Iterable, Mapping, Sequence
 
 import yaml
 
-from .catalog import Catalog, data_dir, load_catalog, read_bundled
+from .catalog import Catalog, data_dir, load_catalog
+from .reference import published_rows, software_date, tokens_per_gpu_s
 
-ROWS_FILE = "throughput_runs.yaml"
-# The peak each source's MFU or TFLOPS is a share of (dense BF16, as the sources print it)
-SOURCE_PEAK_TFLOPS = {"nvidia_a100_80gb_sxm": 312, "nvidia_a100_40gb_sxm": 312, "nvidia_h100_sxm": 989,
-                      "nvidia_h800_sxm": 989, "google_tpu_v5e": 197}
 # Architectures with rows, and the accelerators that share their kernels (same chip or die)
 ARCHITECTURES = {"ampere": ("nvidia_a100_80gb_sxm", "nvidia_a100_40gb_sxm", "nvidia_a800_sxm"),
                  "hopper": ("nvidia_h100_sxm", "nvidia_h800_sxm", "nvidia_h200_sxm"),
@@ -58,41 +55,6 @@ class Row:
     tokens_per_gpu_step: float
     features: tuple[float, ...]    # one per coefficient: α of each architecture, then TERMS
     fixed_s: float                 # PP, CP and EP time (coefficient 1)
-
-
-def load_rows(path: Path | None = None) -> list[dict]:
-    return read_bundled(path or data_dir("catalogs") / ROWS_FILE)["rows"]
-
-
-def _num(x) -> float | None:
-    if isinstance(x, (int, float)):
-        return float(x)
-    try:
-        return float(str(x).split()[0])
-    except (ValueError, IndexError):
-        return None
-
-
-def measured_tokens_per_gpu_s(row: Mapping) -> float | None:
-    """Tokens per GPU-second, on each source's own basis: the figure itself, the step time, or
-    the MFU × the source's peak ÷ the FLOPs per token the source counts."""
-    m, derived, shape = row["measured"], row.get("derived") or {}, row.get("shape") or {}
-    for v in (derived.get("tokens_per_gpu_second"), (m.get("also") or {}).get("tokens_per_gpu_second")):
-        if _num(v):
-            return _num(v)
-    if m["kind"] == "tokens_per_gpu_second":
-        return float(m["value"])
-    if m["kind"] == "step_time_s":
-        return row["global_batch_sequences"] * shape["seq_len"] / (m["value"] * row["gpu_count"])
-    peak = SOURCE_PEAK_TFLOPS.get(row["accelerator"], 0) * 1e12
-    if m["kind"] == "mfu" and _num(derived.get("flops_per_token")):
-        return m["value"] * peak / _num(derived["flops_per_token"])
-    if _num(derived.get("tokens_per_gpu_second_6N")):
-        return _num(derived["tokens_per_gpu_second_6N"])
-    if m["kind"] == "mfu" and shape.get("layers"):
-        n, L, h, s = float(row["params"]), shape["layers"], shape["hidden_size"], shape["seq_len"]
-        return m["value"] * peak / (6 * n + 12 * L * h * s)   # PaLM's count: non-causal attention
-    return None
 
 
 SHAPE_KEYS = ("layers", "hidden_size", "attention_heads", "num_kv_heads", "head_dim", "ffn_hidden_size",
@@ -134,14 +96,13 @@ def row_scenario(row: Mapping, catalog: Catalog) -> dict:
             par[key] = assumed[key]
     if "dropout" in assumed:
         model["dropout"] = assumed["dropout"]
-    year, month = (int(x) for x in str(row["software_date"]).split("-"))
     return {"name": row["id"], "model": model,
             "data": {"train_tokens": "1T", "global_batch_sequences": int(row["global_batch_sequences"])},
             "hardware": {"accelerator": row["accelerator"], "gpu_count": int(row["gpu_count"]),
                          "flops_basis": "with_attention"},
             "prices": {"per_gpu_hour": 1.0}, "parallelism": par,
             # the run's software date as the start: the model's architecture_years is its maturity
-            "schedule": {"start_date": dt.date(year, month, 15)},
+            "schedule": {"start_date": software_date(row)},
             "efficiency": {"model": "fitted", "fitted": {"immaturity_cap_years": IMMATURITY_CAP_YEARS}}}
 
 
@@ -175,9 +136,9 @@ def fit_rows(catalog: Catalog | None = None, rows: Iterable[Mapping] | None = No
     from .errors import ScenarioError
     catalog = catalog or load_catalog()
     used, left = [], []
-    for row in rows if rows is not None else load_rows():
+    for row in rows if rows is not None else published_rows():
         arch = architecture_of(row["accelerator"])
-        tokens = measured_tokens_per_gpu_s(row)
+        tokens = tokens_per_gpu_s(row)
         if "fp8" in str(row.get("precision", "")).lower():
             left.append((row["id"], "fp8"))
             continue

@@ -30,7 +30,7 @@ from .bind import InputValue, excel_serial
 from .catalog import Catalog, data_dir, read_bundled
 from .i18n import text
 from .model import REFERENCE_FIGURES, REFERENCE_ROWS, REFERENCE_VALUES
-from .stages import table_cell
+from .stages import row_resolver, table_cell
 from .workbook import NOTE_FONT, REFERENCE_SHEET, SECTION_FONT, line_height, number_format, put_text
 
 RUNS = 6              # runs listed (the issue asks for at least five)
@@ -90,10 +90,18 @@ def tokens_per_gpu_s(r: dict) -> float | None:
     peak = SOURCE_PEAKS.get(r["accelerator"])
     if m["kind"] == "mfu" and peak and _num(dv.get("flops_per_token")):
         return m["value"] * peak * 1e12 / _num(dv["flops_per_token"])
+    if _num(dv.get("tokens_per_gpu_second_6N")):        # Llama 3: its MFU on the 6·N basis, derived
+        return _num(dv["tokens_per_gpu_second_6N"])
     if m["kind"] == "mfu" and peak and sh.get("layers") and _num(r.get("params")):
         L, h, s = sh["layers"], sh["hidden_size"], sh["seq_len"]
         return m["value"] * peak * 1e12 / (6 * _num(r["params"]) + 12 * L * h * s)
     return None
+
+
+def software_date(r: dict) -> dt.date:
+    """When the row's software ran: its `software_date` month, on the 15th."""
+    year, month = (int(x) for x in str(r["software_date"]).split("-")[:2])
+    return dt.date(year, month, 15)
 
 
 def _shape(r: dict, catalog: Catalog) -> dict | None:
@@ -137,9 +145,8 @@ def _run(r: dict, catalog: Catalog) -> dict | None:
     rec = next((mode for mode in ("full", "selective", "none") if rec.startswith(mode)), None)
     if rec is None:
         return None
-    try:                                         # "2023-05": the 15th, as budget/calibrate.py takes it
-        year, month = (int(x) for x in str(r["software_date"]).split("-")[:2])
-        date = excel_serial(dt.date(year, month, 15))
+    try:
+        date = excel_serial(software_date(r))
     except (KeyError, ValueError):
         return None
     pe = str(sh.get("position_embeddings") or "rotary")
@@ -289,7 +296,7 @@ def write_reference(w, ws, plan) -> None:
         item = rows[name]
         _label(w, ws, r, item.label, item.unit, name, n, item.note if name in OWN_ROWS else "")
         for k in range(n):
-            resolve = _resolver(w, placed, k)
+            resolve = row_resolver(w, placed, k, FIRST_COL + k)
             w.formula(ws, r, FIRST_COL + k, item.expr.excel(resolve), plan.values[name][k],
                       COMPACT_FORMATS.get(item.unit, number_format(item.unit)))
         w.define(name, ws, f"${first}${r}:${last}${r}")
@@ -314,22 +321,6 @@ def _label(w, ws, row: int, label: str, unit: str, name: str, n: int, note: str 
     ws.cell(row, FIRST_COL + n).font = Font(color="7F7F7F")
     if note:
         put_text(ws.cell(row, FIRST_COL + n + 1), note)
-
-
-def _resolver(w, placed: dict[str, int], k: int):
-    """Names in run k's formulas: its own cell of a row item on this sheet, its cell of the
-    reference-runs table; any other name is the plan's defined name."""
-    letter = get_column_letter(FIRST_COL + k)
-
-    def resolve(name: str) -> str:
-        base, _, how = name.partition("@")
-        if how == "row" and base in placed:
-            return f"{letter}{placed[base]}"
-        if how == "row":
-            return table_cell(w, base, k)
-        return name
-
-    return resolve
 
 
 def reference_rows(plan) -> list[dict]:

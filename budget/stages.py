@@ -48,7 +48,7 @@ def write_stages(w, ws, plan) -> None:
     for name, r in placed.items():
         item, values = w.model.items[name], plan.values[name]
         for k in range(n):
-            w.formula(ws, r, FIRST_COL + k, item.expr.excel(_resolver(w, placed, k, FIRST_COL + k)),
+            w.formula(ws, r, FIRST_COL + k, item.expr.excel(row_resolver(w, placed, k, FIRST_COL + k)),
                       values[k] if k < len(values) else "", number_format(item.unit))
         if name.startswith("stage_check_"):
             w.flag_format(ws, f"{first}{r}:{last}{r}", blank_ok=True)
@@ -111,9 +111,10 @@ def table_cell(w, name: str, k: int) -> str:
     return f"'{sheet}'!${column}${row + k}"
 
 
-def _resolver(w, placed: dict[str, int], k: int, col: int):
-    """Names in stage k's formulas: its own cell of a row item, its row of the stages table,
-    a running range from the first stage; any other name is the plan's defined name."""
+def row_resolver(w, placed: dict[str, int], k: int, col: int):
+    """Names in row k's formulas (a stage's; a reference run's): its own cell of a row item in
+    column `col`, its cell of the inputs table, a running range from the first stage; any other
+    name is the plan's defined name."""
     letter, first = get_column_letter(col), get_column_letter(FIRST_COL)
 
     def resolve(name: str) -> str:

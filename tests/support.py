@@ -94,3 +94,11 @@ class OracleCase:
     expected: dict          # "Sheet!A1" -> value, for books written from `plan`
     names: dict             # defined name -> "Sheet!A1"
     values: dict | None = None
+
+
+def named_cells(wb, name: str) -> list:
+    """The cells of a defined name (a row, a column or one cell) of an openpyxl workbook."""
+    sheet, ref = wb.defined_names[name].attr_text.rsplit("!", 1)
+    ws = wb[sheet.strip("'")]
+    first, _, last = ref.replace("$", "").partition(":")
+    return [c for row in ws[f"{first}:{last or first}"] for c in row]

@@ -66,7 +66,7 @@ def test_terms_are_the_planners_items(rows, catalog):
     DGX Cloud GPT-3 row, 6·(N − lookup)·tokens per GPU ÷ 989 TFLOPS, times 1 + the bubble."""
     from budget.plan import build_plan
     from budget.scenario import parse_scenario
-    raw = next(r for r in C.load_rows() if r["id"] == "dgxc-gpt3-175b-bf16-128gpu")
+    raw = next(r for r in C.published_rows() if r["id"] == "dgxc-gpt3-175b-bf16-128gpu")
     plan = build_plan(parse_scenario(C.row_scenario(raw, catalog), "x.yaml", catalog), catalog, "x")
     v = plan.values
     row = next(r for r in rows[0] if r.id == raw["id"])
@@ -115,7 +115,7 @@ def test_the_planner_steps_as_the_fit_predicts(rows, catalog):
     from budget.plan import build_plan
     from budget.scenario import parse_scenario
     coef = _catalog_coefficients(catalog.efficiency)
-    raw = {r["id"]: r for r in C.load_rows()}
+    raw = {r["id"]: r for r in C.published_rows()}
     for row in rows[0][::9]:
         scenario = C.row_scenario(raw[row.id], catalog)
         scenario["efficiency"]["fitted"] = {}          # the catalog's coefficients, all of them

@@ -24,7 +24,7 @@ from budget.model import REFERENCE_ROWS
 from budget.recalc import is_error, read_values, recalculate, relative_difference
 from budget.reference import ESTIMATE_ROWS, TABLE, choose, published_rows, tokens_per_gpu_s
 from budget.workbook import write_workbook
-from support import SEED_H100, plan_of, raw, require_soffice, with_changes
+from support import SEED_H100, named_cells, plan_of, raw, require_soffice, with_changes
 
 # The runs chosen for the bundled example and the tokens/s per GPU each source published
 BUNDLED_RUNS = {
@@ -148,13 +148,6 @@ def test_the_sheet_lists_each_run_with_live_estimates(seed_h100):
     assert len(estimates) >= n * len(ESTIMATE_ROWS)
 
 
-def _cells(wb, name: str) -> list:
-    sheet, ref = wb.defined_names[name].attr_text.rsplit("!", 1)
-    ws = wb[sheet.strip("'")]
-    first, _, last = ref.replace("$", "").partition(":")
-    return [c for row in ws[f"{first}:{last or first}"] for c in row]
-
-
 @pytest.fixture(scope="module")
 def recalculated(tmp_path_factory, catalog, seed_h100):
     """The bundled book as generated and with a reviewer's edit — run 4 (Korthikanti's 175B with
@@ -166,8 +159,8 @@ def recalculated(tmp_path_factory, catalog, seed_h100):
     books = {"generated": folder / "generated.xlsx", "edited": folder / "edited.xlsx"}
     books["generated"].write_bytes(result.data)
     wb = openpyxl.load_workbook(books["generated"])
-    _cells(wb, "ref_gpu_count")[3].value = 128
-    _cells(wb, "ref_batch_sequences")[3].value = 128
+    named_cells(wb, "ref_gpu_count")[3].value = 128
+    named_cells(wb, "ref_batch_sequences")[3].value = 128
     wb.save(books["edited"])
     out = recalculate(list(books.values()), folder / "out")
     values = {k: read_values(out[p]) for k, p in books.items()}

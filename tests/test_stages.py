@@ -26,7 +26,7 @@ from budget.importer import import_workbook
 from budget.model import STAGE_CHECKS
 from budget.recalc import is_error, read_values, recalculate, relative_difference
 from budget.workbook import write_workbook
-from support import SCENARIOS, plan_of, raw, require_soffice
+from support import SCENARIOS, named_cells, plan_of, raw, require_soffice
 
 PUBLISHED_GPU_HOURS = 30.84e6      # Llama 3.1 model card: 405B, H100-80GB GPU-hours, all training
 PAPER_GOODPUT = 0.90               # §3.3.4: "higher than 90% effective training time"
@@ -186,13 +186,6 @@ def test_stages_import_back(tmp_path, catalog, staged):
 
 
 # --- the workbook, recalculated --------------------------------------------------------------
-def _cells(wb, name: str) -> list:
-    sheet, ref = wb.defined_names[name].attr_text.rsplit("!", 1)
-    ws = wb[sheet.strip("'")]
-    first, _, last = ref.replace("$", "").partition(":")
-    return [c for row in ws[f"{first}:{last or first}"] for c in row]
-
-
 @pytest.fixture(scope="module")
 def recalculated(tmp_path_factory, catalog, staged):
     """The staged book as generated and as a reviewer edits it — a fourth stage typed into a
@@ -206,9 +199,9 @@ def recalculated(tmp_path_factory, catalog, staged):
     wb = openpyxl.load_workbook(books["generated"])
     for name, value in (("stage_name", "Annealing"), ("stage_tokens", 4e10), ("stage_seq_len", 131072),
                         ("stage_batch_sequences", 128), ("stage_cp", 16)):
-        _cells(wb, name)[3].value = value
-    _cells(wb, "stage_mfu")[2].value = 0.35
-    _cells(wb, "train_tokens")[0].value = 15.64e12
+        named_cells(wb, name)[3].value = value
+    named_cells(wb, "stage_mfu")[2].value = 0.35
+    named_cells(wb, "train_tokens")[0].value = 15.64e12
     wb.save(books["edited"])
     out = recalculate(list(books.values()), folder / "out")
     values = {k: read_values(out[p]) for k, p in books.items()}
