@@ -467,6 +467,17 @@ def compile_items(items: Iterable[tuple[str, Expr]]) -> Callable[[dict, Mapping]
     for name, expr in items:
         lines.append(f"    v[{name!r}] = {expr.python()}")
     lines.append("    return v")  # i18n: not text
-    namespace = dict(_RUNTIME)
-    exec(compile("\n".join(lines), "<trainbudget model>", "exec"), namespace)  # i18n: not text
-    return namespace["_model"]
+    source = "\n".join(lines)
+    compiled = _COMPILED.get(source)
+    if compiled is None:     # the same expressions compile once per process (issue 14)
+        namespace = dict(_RUNTIME)
+        exec(compile(source, "<trainbudget model>", "exec"), namespace)  # i18n: not text
+        if len(_COMPILED) >= 4096:     # a long run's one-off sentences: start afresh
+            _COMPILED.clear()
+        compiled = _COMPILED[source] = namespace["_model"]
+    return compiled
+
+
+# source -> its compiled function: the functions are pure (they read their two arguments and
+# the runtime above, and write only into the dict they are given), so one serves every caller
+_COMPILED: dict[str, Callable[[dict, Mapping], dict]] = {}
