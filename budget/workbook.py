@@ -26,6 +26,7 @@ from openpyxl.cell._writer import write_cell
 from openpyxl.compat import safe_string
 from openpyxl.drawing.spreadsheet_drawing import SpreadsheetDrawing
 from openpyxl.worksheet._writer import WorksheetWriter
+from openpyxl.worksheet.dimensions import SheetDimension
 from openpyxl.writer.excel import ExcelWriter
 from openpyxl.formatting.rule import FormulaRule
 from openpyxl.styles import Alignment, Border, Font, NamedStyle, PatternFill, Protection, Side
@@ -449,7 +450,8 @@ class _Writer:
         merged = {rng.coord.split(":")[0] for rng in ws.merged_cells.ranges}
         lines: dict[int, int] = {}
         cjk: set[int] = set()           # rows with CJK text: its lines are taller
-        for row in list(ws.iter_rows()):
+        by_row = _rows_of_cells(ws)
+        for row in by_row.values():
             ends = None                 # column -> the last column its text may overflow into
             for c in row:
                 if c.data_type != "s" or not isinstance(c.value, str) or c.coordinate in merged \
@@ -486,8 +488,8 @@ class _Writer:
             if n > 1:
                 height = ws.row_dimensions[r].height or 0
                 ws.row_dimensions[r].height = max(height, line_height(r in cjk) * n)
-                # a tall row reads from its top line (ws[r] without recounting the columns)
-                for c in next(ws.iter_rows(min_row=r, max_row=r, max_col=last)):
+                # a tall row reads from its top line (the row's written cells, in column order)
+                for c in by_row[r]:
                     if c.value is not None and aligns[_style_id(c, "alignmentId")].vertical is None:
                         old = _style_id(c, "alignmentId")
                         if old not in self.top_aligned:     # each alignment copied once
@@ -1151,7 +1153,7 @@ class _Writer:
         fonts = self.wb._fonts
         named: dict[int, int | None] = {}   # font id -> the id of that font named, None: has a name
         for ws in self.wb.worksheets:
-            for row in ws.iter_rows():
+            for row in _rows_of_cells(ws).values():
                 for c in row:
                     if not c.has_style:
                         continue
@@ -1197,12 +1199,42 @@ class _Writer:
         return self.result
 
 
+def _rows_of_cells(ws) -> dict[int, list]:
+    """The sheet's cells row by row, each row in column order: the cells made, not the empty
+    ones `ws.iter_rows()` would make for every gap (a sheet's gaps are most of its grid)."""
+    rows: dict[int, list] = {}
+    for (r, _), cell in sorted(ws._cells.items()):
+        rows.setdefault(r, []).append(cell)
+    return rows
+
+
 class _FastSheetWriter(WorksheetWriter):
     """openpyxl's worksheet writer with the common cells (numbers, formulas, plain text, empty
     styled cells) written as text in one piece rather than one ElementTree element each: the
     very bytes openpyxl writes (every bundled scenario's workbook is byte-identical), in about
     half the time. Anything else (a comment, a link, rich text, a date, a boolean, text that
-    needs xml:space) goes through openpyxl's own write_cell."""
+    needs xml:space) goes through openpyxl's own write_cell.
+
+    Every row from the first to the last is written, an empty one as `<row r="n" />`, and the
+    dimension spans A1 to the last cell: the bytes the book had when its sheets were walked
+    with `ws.iter_rows()`, which filled each gap with an empty cell."""
+
+    def write_dimensions(self):
+        cells = self.ws._cells
+        if not cells:
+            return super().write_dimensions()
+        last_row = max(r for r, _ in cells)
+        last_col = max(c for _, c in cells)
+        self.xf.send(SheetDimension(f"A1:{get_column_letter(last_col)}{last_row}").to_tree())
+
+    def rows(self):
+        cells = self.ws._cells
+        rows: dict[int, list] = {r: [] for r in range(1, max((r for r, _ in cells), default=0) + 1)}
+        for (r, _), cell in sorted(cells.items()):
+            rows[r].append(cell)
+        for r in self.ws.row_dimensions.keys() - rows.keys():
+            rows[r] = []
+        return sorted(rows.items())
 
     def write_row(self, xf, row, row_idx):
         if any(cell._comment is not None or cell.hyperlink for cell in row):
