@@ -1,11 +1,12 @@
 """Fit the step-time model of issue 13 on published throughput rows, and say how well it predicts
 runs it has not seen (leave-one-source-out).
 
-The model is linear in its coefficients, so the fit is least squares (non-negative) and each
-fold of the cross-validation refits in milliseconds:
+The model is linear in its coefficients, so the fit is least squares (non-negative, with Huber
+weights so that one run on an unusual cluster does not steer it) and each fold of the
+cross-validation refits in milliseconds:
 
     step time = (1 + bubble) · [ matmul time at peak · (α_arch + β/(h/TP) + κ·immaturity)
-                                 + attention time at peak · γ ]
+                                 + attention time at peak · (γ + κₐ·immaturity) ]
                 + δ · DP time (ZeRO 0–2) + δ₃ · DP time (ZeRO-3/FSDP) + PP, CP and EP time
 
 - matmul and attention time at peak: the run's hardware FLOPs per GPU per step (recomputation
@@ -14,7 +15,8 @@ fold of the cross-validation refits in milliseconds:
 - α per architecture (Ampere, Hopper, TPU v5e: the ones with rows); β: narrow per-GPU matmuls
   (small models, wide TP) run further from peak;
 - immaturity = max(0, cap − years between the architecture's first shipments and the run's
-  software): the same H100 ran 30–50% slower under 2023 software than under 2025 software;
+  software): the same H100 ran 30–50% slower under 2023 software than under 2025 software, and
+  its attention kernels further still (FlashAttention-2 in 2023, FlashAttention-3 in 2024);
 - the communication times are the planner's own items at the catalog's bandwidths.
 
 The terms come from the planner's own plan of each row (budget/model.py items), so the fit and
@@ -40,9 +42,11 @@ from .reference import published_rows, software_date, tokens_per_gpu_s
 ARCHITECTURES = {"ampere": ("nvidia_a100_80gb_sxm", "nvidia_a100_40gb_sxm", "nvidia_a800_sxm"),
                  "hopper": ("nvidia_h100_sxm", "nvidia_h800_sxm", "nvidia_h200_sxm"),
                  "tpu_v5e": ("google_tpu_v5e",)}
-TERMS = ("width", "attention", "dp_exposed", "zero3_exposed", "immaturity")
+TERMS = ("width", "attention", "dp_exposed", "zero3_exposed", "immaturity", "attention_immaturity")
 IMMATURITY_CAP_YEARS = 2.0     # chosen by cross-validation among 1, 1.5, 2, 2.5, 3 (all within 4 points)
 TOLERANCE = 0.10               # issue 13: ±10%
+HUBER_DELTA = TOLERANCE        # relative step error beyond which a row's pull grows linearly, not squared
+IRLS_ROUNDS = 100
 
 
 @dataclass(frozen=True)
@@ -119,11 +123,13 @@ def terms_of(values: Mapping, architecture: str) -> tuple[tuple[float, ...], flo
     matmul = k * v["matmul_at_peak_s"]
     zero3 = v["zero_stage"] > 2
     arch = tuple(matmul if a == architecture else 0.0 for a in ARCHITECTURES)
+    attention, short = k * v["attention_at_peak_s"], v["software_years_short"]
     rest = (matmul / (v["hidden_size"] / v["tp_size"]),
-            k * v["attention_at_peak_s"],
+            attention,
             0.0 if zero3 else v["dp_comm_s"],
             v["dp_comm_s"] if zero3 else 0.0,
-            matmul * max(0.0, v["fitted_immaturity_cap_years"] - v["architecture_years"]))
+            matmul * short,
+            attention * short)
     fixed = v["pp_comm_s"] + v["cp_comm_s"] + v["ep_comm_s"] * v["ep_comm_exposed"]
     return arch + rest, fixed
 
@@ -142,6 +148,11 @@ def fit_rows(catalog: Catalog | None = None, rows: Iterable[Mapping] | None = No
         if "fp8" in str(row.get("precision", "")).lower():
             left.append((row["id"], "fp8"))
             continue
+        if row["layout"].get("tp") is None or row["layout"].get("pp") is None:
+            # planned as plain data parallelism it would contradict its paper (Llama 1: "model and
+            # sequence parallelism", degrees not given): no layout, no row
+            left.append((row["id"], "layout not published"))  # i18n: not text
+            continue
         if arch is None or not tokens:
             left.append((row["id"], "no architecture" if arch is None else "no tokens/s"))  # i18n: not text
             continue
@@ -158,20 +169,35 @@ def fit_rows(catalog: Catalog | None = None, rows: Iterable[Mapping] | None = No
 
 
 def fit(rows: Sequence[Row]) -> tuple[float, ...]:
-    """Non-negative least squares on the relative error of the step time (each row weighs the
-    same whatever its step length). Active set: drop negative coefficients and refit."""
+    """Robust non-negative least squares on the relative error of the step time (each row weighs
+    the same whatever its step length). Robust: Huber weights by iteratively reweighted least
+    squares, so a run on a cluster unlike the others (a slower network, an in-house stack) pulls
+    the coefficients no harder than HUBER_DELTA of error does, instead of by its square."""
     import numpy as np
     X = np.array([[f / _measured_step(r) for f in r.features] for r in rows])
     y = np.array([1 - r.fixed_s / _measured_step(r) for r in rows])
+    weight = np.ones(len(rows))
+    for _ in range(IRLS_ROUNDS):
+        coef = _nnls(X * weight[:, None], y * weight)
+        residual = np.abs(X @ coef - y)
+        new = np.sqrt(np.where(residual <= HUBER_DELTA, 1.0, HUBER_DELTA / np.maximum(residual, 1e-12)))
+        if np.allclose(new, weight, rtol=0, atol=1e-10):
+            break
+        weight = new
+    return tuple(float(c) for c in coef)
+
+
+def _nnls(X, y):
+    """Least squares with non-negative coefficients. Active set: drop negative ones and refit."""
+    import numpy as np
     active = [c for c in range(X.shape[1]) if X[:, c].any()]
     while True:
         coef, *_ = np.linalg.lstsq(X[:, active], y, rcond=None)
         negative = [c for c, v in zip(active, coef) if v < 0]
         if not negative:
-            out = [0.0] * X.shape[1]
-            for c, v in zip(active, coef):
-                out[c] = float(v)
-            return tuple(out)
+            out = np.zeros(X.shape[1])
+            out[active] = coef
+            return out
         active = [c for c in active if c not in negative]
 
 
@@ -222,7 +248,8 @@ def coefficient_names() -> tuple[str, ...]:
     return tuple(f"arch_{a}" for a in ARCHITECTURES) + TERMS
 
 
-SOURCE = "fit of catalogs/throughput_runs.yaml by budget/calibrate.py, non-negative least squares"  # i18n: not text
+SOURCE = ("fit of catalogs/throughput_runs.yaml by budget/calibrate.py, robust (Huber) non-negative "  # i18n: not text
+          "least squares")  # i18n: not text
 
 
 def fit_document(rows: Sequence[Row], as_of: dt.date, reference: str = "nvidia_h100_sxm") -> dict:
@@ -245,6 +272,8 @@ def fit_document(rows: Sequence[Row], as_of: dt.date, reference: str = "nvidia_h
         "dp_exposed": figure(coef["dp_exposed"], "share of the DP time not hidden (ZeRO 0-2)"),
         "zero3_exposed": figure(coef["zero3_exposed"], "share of the DP time not hidden (ZeRO-3/FSDP)"),
         "immaturity_factor": figure(coef["immaturity"], "per year of software younger than the cap"),
+        "attention_immaturity_factor": figure(coef["attention_immaturity"],
+                                              "attention's, per year of software younger than the cap"),
         "immaturity_cap_years": figure(IMMATURITY_CAP_YEARS, "chosen by cross-validation (1 to 3 years)"),
         "unfitted_reference": reference,
         "validation": {"held_out": v.held_out, "sources": v.sources, "within": round(v.within, 6),

@@ -338,6 +338,7 @@ class EfficiencyFit(_Strict):
     dp_exposed: Figure
     zero3_exposed: Figure
     immaturity_factor: Figure
+    attention_immaturity_factor: Figure
     immaturity_cap_years: Figure
     unfitted_reference: str                   # the accelerator an unfitted one is scaled from
     validation: FitValidation

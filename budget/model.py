@@ -42,7 +42,8 @@ EFFICIENCY_MODELS = ("reference", "fitted")
 # The fitted step-time model's coefficients (budget/calibrate.py; catalogs/efficiency.yaml): unit, bounds
 FITTED_COEFFICIENTS = {"width_factor": ("width", 0, 100_000), "attention_factor": ("×", 0, 100),
                        "dp_exposed": ("fraction", 0, 1), "zero3_exposed": ("fraction", 0, 1),
-                       "immaturity_factor": ("×", 0, 100), "immaturity_cap_years": ("years", 0, 20)}
+                       "immaturity_factor": ("×", 0, 100), "attention_immaturity_factor": ("×", 0, 100),
+                       "immaturity_cap_years": ("years", 0, 20)}
 # A stage of a multi-stage run (issue 12) is the model evaluated with the stage's own values of
 # these inputs (blank: the plan's): plan input -> the stage table's column.
 STAGE_VALUES = {"seq_len": "stage_seq_len", "gpu_count": "stage_gpu_count",
@@ -991,7 +992,8 @@ def _fitted_step_time(b: ModelBuilder, i: _Inputs) -> None:
     these items): (1 + bubble) × (matmul time at the BF16 peak × the matmul factor + attention-score
     time at peak × the attention factor) + the exposed DP time + the PP, CP and EP time. The
     matmul factor is the architecture's, plus narrow per-GPU matmuls (width factor ÷ (h/TP)), plus
-    software younger than the cap on its architecture (immaturity factor per year short)."""
+    software younger than the cap on its architecture (immaturity factor per year short); the
+    attention factor has its own immaturity factor."""
     r = Ref
     b.section("fitted_step_time")
     fpt, fwd = i.flops_per_param_token, i.forward_flops_per_param_token / i.flops_per_param_token
@@ -1015,14 +1017,18 @@ def _fitted_step_time(b: ModelBuilder, i: _Inputs) -> None:
                   IF(ISNUMBER(fitted), fitted,
                      Lookup(ARCHITECTURE_TABLE, "fitted_matmul_factor", reference)
                      * Lookup(ACCELERATOR_TABLE, "typical_mfu", reference) / _acc("typical_mfu")))
+    short = b.item("software_years_short", "years", MAX(0, i.fitted_immaturity_cap_years - years))
     factor = b.item("matmul_time_factor", "×",
-                    arch + i.fitted_width_factor / (i.hidden_size / i.tp_size)
-                    + i.fitted_immaturity_factor * MAX(0, i.fitted_immaturity_cap_years - years))
+                    arch + i.fitted_width_factor / (i.hidden_size / i.tp_size) + i.fitted_immaturity_factor * short)
+    # attention kernels mature later than matmuls on a new architecture (FlashAttention-2 on
+    # Hopper in 2023 against FlashAttention-3 in 2024): their own factor per year short
+    attn_factor = b.item("attention_time_factor", "×",
+                         i.fitted_attention_factor + i.fitted_attention_immaturity_factor * short)
     exposed = IF(i.zero_stage > 2, i.fitted_zero3_exposed, i.fitted_dp_exposed)
     comm = b.item("fitted_comm_s", "s",
                   exposed * r("dp_comm_s") + r("pp_comm_s") + r("cp_comm_s") + r("ep_comm_s") * i.ep_comm_exposed)
     step = b.item("fitted_step_s", "s",
-                  (1 + r("bubble_fraction")) * (matmul_s * factor + attn_s * i.fitted_attention_factor) + comm)
+                  (1 + r("bubble_fraction")) * (matmul_s * factor + attn_s * attn_factor) + comm)
     b.item("fitted_mfu", "fraction",
            r("model_flops_per_token") * per_gpu / (step * r("peak_tflops") * i.flops_per_tflop))
 

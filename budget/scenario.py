@@ -295,6 +295,7 @@ class FittedCoefficients(_Section):
     dp_exposed: _number(ge=0, le=1) | None = None
     zero3_exposed: _number(ge=0, le=1) | None = None
     immaturity_factor: _number(ge=0, le=100) | None = None
+    attention_immaturity_factor: _number(ge=0, le=100) | None = None
     immaturity_cap_years: _number(ge=0, le=20) | None = None
     unfitted_reference: str | None = None
 

@@ -25,8 +25,10 @@ def test_most_published_rows_can_be_planned(rows):
     used, left = rows
     assert len(used) >= 120
     # what is left out, and why: FP8 rows (the fit is BF16), shapes the sources do not give
-    assert {why for _, why in left} <= {"fp8", "no tokens/s", "no architecture"} | {
+    assert {why for _, why in left} <= {"fp8", "no tokens/s", "no architecture", "layout not published"} | {
         why for _, why in left if "attention_heads" in why}
+    # Llama 1 gives no TP or PP degree: planned as plain DP over 2,048 GPUs it would contradict its paper
+    assert ("llama1-65b-2048gpu", "layout not published") in left
 
 
 def test_cross_validated_error_is_the_one_the_readme_states(rows):
@@ -79,10 +81,10 @@ def test_terms_are_the_planners_items(rows, catalog):
 
 def test_fit_is_non_negative_and_recovers_known_coefficients():
     """On rows made from known coefficients the fit returns them (the least squares is exact)."""
-    truth = (1.4, 1.7, 0.6, 0.5, 2.0, 0.1, 0.04, 0.2)
+    truth = (1.4, 1.7, 0.6, 0.5, 2.0, 0.1, 0.04, 0.2, 2.5)
     made = []
     for i in range(40):
-        f = tuple(((i * 7 + j * 3) % 11 + 1) / 10 * (1 if j >= 3 or j == i % 3 else 0) for j in range(8))
+        f = tuple(((i * 7 + j * 3) % 11 + 1) / 10 * (1 if j >= 3 or j == i % 3 else 0) for j in range(9))
         step = sum(c * x for c, x in zip(truth, f)) + 0.01 * (i % 5)
         made.append(C.Row(f"r{i}", f"s{i % 6}", list(C.ARCHITECTURES)[i % 3], 1000 / step, 1000.0, f,
                           0.01 * (i % 5)))
@@ -91,10 +93,34 @@ def test_fit_is_non_negative_and_recovers_known_coefficients():
     assert all(c >= 0 for c in coef)
 
 
+def test_one_run_on_an_unusual_cluster_does_not_steer_the_fit():
+    """Huber weights: a row 60% slower than the others' coefficients predict (BloombergGPT's
+    AWS cluster is such a run) moves the fit by a fraction of what plain least squares would."""
+    truth = (1.4, 1.7, 0.6, 0.5, 2.0, 0.1, 0.04, 0.2, 2.5)
+
+    def made(i, slow=1.0):
+        f = tuple(((i * 7 + j * 3) % 11 + 1) / 10 * (1 if j >= 3 or j == i % 3 else 0) for j in range(9))
+        step = sum(c * x for c, x in zip(truth, f)) * slow
+        return C.Row(f"r{i}", f"s{i % 6}", list(C.ARCHITECTURES)[i % 3], 1000 / step, 1000.0, f, 0.0)
+
+    rows = [made(i) for i in range(40)] + [made(40, slow=1.6)]
+    robust = C.fit(rows)
+    plain_delta = C.HUBER_DELTA
+    try:
+        C.HUBER_DELTA = float("inf")
+        plain = C.fit(rows)
+    finally:
+        C.HUBER_DELTA = plain_delta
+    def worst_error(coef):     # on the 40 ordinary rows
+        return max(abs(C.predict(coef, r) / r.tokens_per_gpu_s - 1) for r in rows[:40])
+    assert worst_error(robust) < worst_error(plain) / 2          # 0.9% against 2.9%
+    assert worst_error(robust) < 0.015
+
+
 def _catalog_coefficients(fit) -> tuple[float, ...]:
     return (tuple(fit.matmul_factor[a].value if a in fit.matmul_factor else 0.0 for a in C.ARCHITECTURES)
             + (fit.width_factor.value, fit.attention_factor.value, fit.dp_exposed.value,
-               fit.zero3_exposed.value, fit.immaturity_factor.value))
+               fit.zero3_exposed.value, fit.immaturity_factor.value, fit.attention_immaturity_factor.value))
 
 
 def test_catalog_coefficients_are_the_fit(rows, catalog):
