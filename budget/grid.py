@@ -123,7 +123,7 @@ def write_grid(w, ws, top: int, first_col: int, variants: list[Variant], model: 
                     numeric = d.kind not in {"choice", "text", "generated_text", "date"}
                     text = f'IF(ISNUMBER({name}),{name},"")' if d.optional and numeric else name
                     cell = w.formula(ws, r, col, text, "" if value is None else value, fmt)
-                    cell.style = "Input"
+                    w.named(cell, "Input")
                     if fmt:
                         cell.number_format = fmt
             else:

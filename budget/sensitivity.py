@@ -91,7 +91,7 @@ def range_figures(plan, all_cases: list[Case]) -> dict[str, float]:
 
 
 def write_sensitivity(w, ws, plan) -> None:
-    from .workbook import number_format, put_text
+    from .workbook import NAME_FONT, number_format, put_text
 
     model, v, m = plan.model, plan.values, w.m
     all_cases = cases(plan)
@@ -121,7 +121,7 @@ def write_sensitivity(w, ws, plan) -> None:
         put_text(ws.cell(r, 1), row_label(w, model, name))
         w.unit_cell(ws, r, 2, d.unit)
         put_text(ws.cell(r, 3), name)
-        ws.cell(r, 3).font = Font(color="7F7F7F")
+        ws.cell(r, 3).font = NAME_FONT
 
     row_of = write_grid(w, ws, grid_top, FIRST_GRID_COL, variants, model, on_row=label_row)
 

@@ -13,12 +13,11 @@ whole book.
 
 from __future__ import annotations
 
-from openpyxl.styles import Font
 from openpyxl.utils import get_column_letter
 from openpyxl.utils.cell import column_index_from_string, coordinate_from_string
 
 from .model import STAGE_CHECKS, STAGE_VALUES
-from .workbook import NOTE_FONT, SECTION_FONT, number_format, put_text
+from .workbook import NAME_FONT, NOTE_FONT, SECTION_FONT, number_format, put_text
 
 FIRST_COL = 3         # C: the first stage; A label, B unit
 HEAD_ROW = 4
@@ -91,7 +90,7 @@ def _labels(w, ws, n: int) -> dict[str, int]:
             put_text(ws.cell(row, 1), item.label)
             w.unit_cell(ws, row, 2, item.unit)
             put_text(ws.cell(row, FIRST_COL + n), item.name)
-            ws.cell(row, FIRST_COL + n).font = Font(color="7F7F7F")
+            ws.cell(row, FIRST_COL + n).font = NAME_FONT
             if item.note and key != "figures":
                 put_text(ws.cell(row, FIRST_COL + n + 1), item.note)
             w.define(item.name, ws, f"${get_column_letter(FIRST_COL)}${row}:${get_column_letter(FIRST_COL + n - 1)}${row}")

@@ -32,6 +32,7 @@ from openpyxl.formatting.rule import FormulaRule
 from openpyxl.styles import Alignment, Border, Font, NamedStyle, PatternFill, Protection, Side
 from openpyxl.styles.cell_style import StyleArray
 from openpyxl.utils import get_column_letter, range_boundaries
+from openpyxl.utils.indexed_list import IndexedList
 from openpyxl.worksheet.pagebreak import Break
 from openpyxl.workbook.defined_name import DefinedName
 from openpyxl.worksheet.datavalidation import DataValidation
@@ -83,6 +84,11 @@ CHECK_FONT = Font(name="Calibri", color="C00000", bold=True)
 WARNING_FONT = Font(name="Calibri", color="9C5700")
 BODY_FONT = "Calibri"
 NOTE_FONT = Font(name=BODY_FONT, italic=True, color="595959")
+# Styles many cells share, made once: the workbook's style lists find a style they already hold
+# by its identity (_SameStyles), without hashing and comparing it field by field.
+NAME_FONT = Font(color="7F7F7F")           # a row's defined name beside it
+BOLD_FONT = Font(bold=True)
+WRAP_TOP = Alignment(wrap_text=True, vertical="top")
 
 
 @dataclass
@@ -274,6 +280,25 @@ def plural_text(count: Expr, one: str, other: str, **figures) -> Expr:
     return _joined([*prefix, choice, *([tail] if tail else [])])
 
 
+class _SameStyles(IndexedList):
+    """A workbook's list of fonts (fills, borders, ...): openpyxl's, plus a memo by identity,
+    so a style object used again (a module constant) is found without hashing it; what the
+    list holds and the ids it gives are openpyxl's. The memo keeps each object it saw alive,
+    so an id is never reused while the book is built."""
+
+    def __init__(self, items=()):
+        super().__init__(items)
+        self._seen: dict[int, tuple[object, int]] = {}
+
+    def add(self, value):
+        seen = self._seen.get(id(value))
+        if seen is not None and seen[0] is value:
+            return seen[1]
+        index = super().add(value)
+        self._seen[id(value)] = (value, index)
+        return index
+
+
 class _Writer:
     def __init__(self, plan: Plan):
         self.plan = plan
@@ -284,6 +309,9 @@ class _Writer:
         # one scenario stay byte-identical.
         self.digest = scenario_digest(plan)
         self.wb = Workbook()
+        for key in ("_fonts", "_fills", "_borders", "_alignments", "_protections"):
+            setattr(self.wb, key, _SameStyles(getattr(self.wb, key)))
+        self.named_arrays: dict[str, StyleArray] = {}   # named style -> the cell style it sets
         self.result = WorkbookResult(b"")
         self.candidate_cells: list[dict[str, str]] = []   # per candidate: layout input -> Inputs cell
         self.wrap_top: int | None = None          # style ids wrap_long_text reuses (speed)
@@ -379,6 +407,16 @@ class _Writer:
             cell.style = style
         return cell
 
+    def named(self, cell, style: str) -> None:
+        """`cell.style = style` for the workbook's own named styles, the style array looked up
+        once per book rather than once per cell."""
+        array = self.named_arrays.get(style)
+        if array is None:
+            cell.style = style
+            self.named_arrays[style] = copy(cell._style)
+        else:
+            cell._style = copy(array)
+
     def define(self, name: str, ws, ref: str) -> None:
         sheet = ws.title
         if name in self.wb.defined_names:
@@ -388,7 +426,7 @@ class _Writer:
 
     def formula(self, ws, row: int, col: int, text: str, expected, fmt: str | None):
         cell = ws.cell(row, col, "=" + text)
-        cell.style = "Calculation"
+        self.named(cell, "Calculation")
         if fmt:
             cell.number_format = fmt
         self.result.expected[f"{ws.title}!{cell.coordinate}"] = expected
@@ -396,7 +434,7 @@ class _Writer:
 
     def header(self, ws, row: int, labels: list[str]) -> None:
         for col, label in enumerate(labels, 1):
-            ws.cell(row, col, label).style = "Header"
+            self.named(ws.cell(row, col, label), "Header")
 
     def title(self, ws, text: str, subtitle: str) -> None:
         put_text(ws.cell(1, 1), text)
@@ -529,7 +567,7 @@ class _Writer:
             put_text(cell, value)
         else:
             cell.value = value
-        cell.style = "Input"
+        self.named(cell, "Input")
         fmt = None if isinstance(value, str) else number_format(unit, kind)
         if fmt:
             cell.number_format = fmt
@@ -572,7 +610,7 @@ class _Writer:
         elif iv.note:
             put_text(ws.cell(row, 5), iv.note)
         put_text(ws.cell(row, 6), d.name)
-        ws.cell(row, 6).font = Font(color="7F7F7F")
+        ws.cell(row, 6).font = NAME_FONT
         self.define(d.name, ws, f"$B${row}")
         self.validate(ws, cell.coordinate, d)
         twin = f"gen_{d.name}"
@@ -613,7 +651,7 @@ class _Writer:
                 now = live_text(self.m("workbook.inputs.generation.now"), value=Ref(source))
                 self.formula(ws, row, 5, f'IF({source}={d.name},"",{now.excel()})', "", None)
             put_text(ws.cell(row, 6), d.name)
-            ws.cell(row, 6).font = Font(color="7F7F7F")
+            ws.cell(row, 6).font = NAME_FONT
         return row
 
     def validate(self, ws, coord: str, d: InputDef) -> None:
@@ -875,9 +913,9 @@ class _Writer:
             text = "start_date" if w == 0 else f"{before}{head}+7"
             day = values["start_date"] + 7 * w
             cell = self.formula(ws, head, col, text, day, "mm-dd")
-            cell.style = "Header"
+            self.named(cell, "Header")
             cell.number_format = "mm-dd"
-            cell.alignment = Alignment(text_rotation=90, horizontal="center")
+            cell.alignment = WEEK_ALIGNMENT
             # the year above the week where it changes (and above the first week)
             year = from_serial(day).year
             if w == 0:
@@ -887,7 +925,7 @@ class _Writer:
                 self.formula(ws, head - 1, col, f'IF(YEAR({letter}{head})<>YEAR({before}{head}),'
                                                 f'YEAR({letter}{head}),"")',
                              float(year) if changed else "", "0")
-            ws.cell(head - 1, col).font = Font(bold=True, size=8)
+            ws.cell(head - 1, col).font = YEAR_FONT
             ws.column_dimensions[letter].width = 3.2
         ws.row_dimensions[head].height = 36
         first, last = get_column_letter(first_col), get_column_letter(first_col + weeks - 1)
@@ -946,7 +984,7 @@ class _Writer:
                             number_format(item.unit))
         self.unit_cell(ws, row, 3, item.unit)
         put_text(ws.cell(row, 4), item.name)
-        ws.cell(row, 4).font = Font(color="7F7F7F")
+        ws.cell(row, 4).font = NAME_FONT
         if item.fix or item.note:
             put_text(ws.cell(row, 5), item.fix or item.note)
         self.define(item.name, ws, f"$B${row}")
@@ -1105,13 +1143,18 @@ class _Writer:
         put_text(ws.cell(5, 2), self.digest)
         put_text(ws.cell(5, 3), f"trainbudget {__version__}")  # i18n: not text (the tool and its version)
         put_text(ws.cell(5, 4), m("workbook.change_log.generated", scenario=self.plan.scenario_id))
+        arrays: dict[int, StyleArray] = {}     # column -> its style, set once (the same ids)
         for r in range(6, 6 + CHANGE_LOG_ROWS):
             for c in range(1, 5):
                 cell = ws.cell(r, c)
+                if c in arrays:
+                    cell._style = copy(arrays[c])
+                    continue
                 cell.protection = Protection(locked=False)
                 cell.border = Border(bottom=THIN)
                 if c == 1:
                     cell.number_format = DATE_FORMAT
+                arrays[c] = copy(cell._style)
         self.widths(ws, [12, 18, 22, 80])
         self.page_setup(ws)
 
@@ -1295,6 +1338,8 @@ class _FastExcelWriter(ExcelWriter):
         writer.cleanup()
 
 
+WEEK_ALIGNMENT = Alignment(text_rotation=90, horizontal="center")   # the Timeline's week heads
+YEAR_FONT = Font(bold=True, size=8)                                 # and the years above them
 TIMELINE_PHASES = ("data_prep", "validation", "scaling", "training", "evaluation", "deployment")
 
 
