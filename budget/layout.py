@@ -36,7 +36,8 @@ CP_MIN_SEQ_LEN = 16384
 # 2021 §2.2.2) and the micro-batches into multiples of p. Llama 3 405B's one-layer chunks are v = 8.
 INTERLEAVING = (1, 2, 3, 4, 6, 8)
 RANKED_OUTPUTS = ("memory_per_gpu_gb", "usable_hbm_gb", "check_memory_fits", "bubble_fraction",
-                  "comm_fraction", "step_comm_share", "recompute_overhead", "layout_efficiency", "train_days",
+                  "comm_fraction", "step_comm_share", "recompute_overhead", "layout_efficiency",
+                  "fitted_model_used", "matmul_time_factor", "train_days",
                   "stretched_training_days",
                   "total_cost", "dp_size", "memory_headroom_gb")
 MAX_GPUS = 1 << 20
@@ -340,9 +341,15 @@ def explain(fitting: list[Candidate], faster: list[Candidate], evaluated: int, g
 
 
 def _main_difference(best: Candidate, other: Candidate) -> str:
-    """The output (bubble, communication or recomputation) where `other` loses most to `best`."""
+    """The output (bubble, communication, recomputation or, under the fitted model, the matmul
+    time factor) where `other` loses most to `best`, each as a share of the step."""
     diffs = {name: other.values[name] - best.values[name]
              for name in ("bubble_fraction", "step_comm_share", "recompute_overhead")}
+    if best.values["fitted_model_used"] == "yes":
+        # narrower per-GPU matmuls (h/TP) run further from the peak: the factor's relative
+        # excess over the compute part of the step
+        factor = other.values["matmul_time_factor"] / best.values["matmul_time_factor"] - 1
+        diffs["matmul_time_factor"] = factor * (1 - other.values["step_comm_share"])
     reason, _ = max(diffs.items(), key=lambda kv: kv[1])
     return "comm_fraction" if reason == "step_comm_share" else reason
 

@@ -596,9 +596,13 @@ def _accelerator(b: ModelBuilder, i: _Inputs) -> None:
            IF(i.compute_precision.eq("fp8"), _acc("peak_fp8_tflops"),
               IF(i.compute_precision.eq("fp4"), _acc("peak_fp4_tflops"), bf16)))
     b.item("gpus_per_node", "GPUs", _acc("gpus_per_node"))
+    # the GPUs one fast fabric joins (NVLink across an NVL72 rack, a TPU pod's ICI), at least a
+    # node; a reviewer's row without it: the node
+    domain = _acc("scale_up_domain")
+    b.item("scale_up_gpus", "GPUs", IF(ISNUMBER(domain), MAX(domain, Ref("gpus_per_node")), Ref("gpus_per_node")))
     b.item("intra_node_gb_per_s", "GB/s", _acc("intra_node_gb_per_s"))
     b.item("scale_out_gb_per_s", "GB/s",
-           IF(i.gpu_count <= Ref("gpus_per_node"), Ref("intra_node_gb_per_s"),
+           IF(i.gpu_count <= Ref("scale_up_gpus"), Ref("intra_node_gb_per_s"),
               _acc("inter_node_gbit_per_s") / i.bits_per_byte))
 
     b.section("model")
@@ -932,7 +936,7 @@ def _efficiency(b: ModelBuilder, i: _Inputs) -> None:
     tp_gb = b.item("tp_comm_gb", "GB",
                    i.tp_collectives_per_layer * 2 * (tp - 1) / tp * r("act_sbh")
                    * i.activation_bytes_per_element * (i.model_layers / pp) * m / i.bytes_per_gb / cp)
-    tp_s = b.item("tp_comm_s", "s", tp_gb / IF(tp > r("gpus_per_node"), r("scale_out_gb_per_s"),
+    tp_s = b.item("tp_comm_s", "s", tp_gb / IF(tp > r("scale_up_gpus"), r("scale_out_gb_per_s"),
                                                r("intra_node_gb_per_s")))
     dpcp = r("dp_size") * cp
     dp_gb = b.item("dp_comm_gb", "GB",
@@ -950,7 +954,7 @@ def _efficiency(b: ModelBuilder, i: _Inputs) -> None:
                    i.cp_kv_passes * (cp - 1) / cp * i.seq_len * i.micro_batch_size * 2 * r("kv_heads_used")
                    * r("head_dim_used") * i.activation_bytes_per_element / tp
                    * (i.model_layers / pp) * m / i.bytes_per_gb)
-    cp_s = b.item("cp_comm_s", "s", cp_gb / IF(tp * cp > r("gpus_per_node"), r("scale_out_gb_per_s"),
+    cp_s = b.item("cp_comm_s", "s", cp_gb / IF(tp * cp > r("scale_up_gpus"), r("scale_out_gb_per_s"),
                                                r("intra_node_gb_per_s")))
     # EP all-to-all per MoE layer: dispatch and combine of each token's top-k copies
     # (2·tokens·k·h·bytes·(ep − 1)/ep) forward, and as much again backward
@@ -959,7 +963,7 @@ def _efficiency(b: ModelBuilder, i: _Inputs) -> None:
                    i.ep_all_to_all_passes * (ep - 1) / ep * r("act_sbh") * IF(ISNUMBER(i.moe_experts_per_token),
                                                              i.moe_experts_per_token, 0)
                    * i.activation_bytes_per_element / tp / cp * (r("moe_layers") / pp) * m / i.bytes_per_gb)
-    ep_s = b.item("ep_comm_s", "s", ep_gb / IF(tp * ep > r("gpus_per_node"), r("scale_out_gb_per_s"),
+    ep_s = b.item("ep_comm_s", "s", ep_gb / IF(tp * ep > r("scale_up_gpus"), r("scale_out_gb_per_s"),
                                                r("intra_node_gb_per_s")))
     comm = b.item("comm_fraction", "fraction of step",
                   (tp_s * i.tp_comm_exposed + dp_s * i.dp_comm_exposed + pp_s
@@ -1025,8 +1029,11 @@ def _fitted_step_time(b: ModelBuilder, i: _Inputs) -> None:
     attn_factor = b.item("attention_time_factor", "×",
                          i.fitted_attention_factor + i.fitted_attention_immaturity_factor * short)
     exposed = IF(i.zero_stage > 2, i.fitted_zero3_exposed, i.fitted_dp_exposed)
+    # TP all-reduces inside the fast fabric are the width factor's; beyond it (no published row
+    # runs TP over the network) they are exposed at the network's bandwidth
     comm = b.item("fitted_comm_s", "s",
-                  exposed * r("dp_comm_s") + r("pp_comm_s") + r("cp_comm_s") + r("ep_comm_s") * i.ep_comm_exposed)
+                  exposed * r("dp_comm_s") + r("pp_comm_s") + r("cp_comm_s") + r("ep_comm_s") * i.ep_comm_exposed
+                  + IF(i.tp_size > r("scale_up_gpus"), r("tp_comm_s") * i.tp_comm_exposed, 0))
     step = b.item("fitted_step_s", "s",
                   (1 + r("bubble_fraction")) * (matmul_s * factor + attn_s * attn_factor) + comm)
     b.item("fitted_mfu", "fraction",
@@ -1515,11 +1522,13 @@ def _checks(b: ModelBuilder, i: _Inputs) -> None:
     b.warning("warn_staff_months",
               OR(COUNTA(i.staff_months).eq(0), MIN(i.staff_months) >= ROUND(r("project_months"), 1)),
               detail=sentence(b, "warn_staff_months", MIN(i.staff_months), ROUND(r("project_months"), 1)))
-    b.warning("warn_storage_months", r("storage_months_used") >= ROUND(r("project_months"), 1),
+    # storage held as long as the project passes whatever the rounding (4.66 months is not short of 4.7)
+    b.warning("warn_storage_months",
+              OR(NOT(ISNUMBER(i.storage_months)), r("storage_months_used") >= ROUND(r("project_months"), 1)),
               detail=sentence(b, "warn_storage_months", ROUND(r("storage_months_used"), 1),
                               ROUND(r("project_months"), 1)))
-    b.warning("warn_tp_within_node", i.tp_size <= r("gpus_per_node"),
-              detail=sentence(b, "warn_tp_within_node", i.tp_size, r("gpus_per_node")))
+    b.warning("warn_tp_within_node", i.tp_size <= r("scale_up_gpus"),
+              detail=sentence(b, "warn_tp_within_node", i.tp_size, r("scale_up_gpus")))
     b.warning("warn_full_node", i.gpu_count >= r("gpus_per_node"),
               detail=sentence(b, "warn_full_node", i.gpu_count))
     b.warning("warn_cost_per_gpu_hour",
@@ -1548,6 +1557,12 @@ def _checks(b: ModelBuilder, i: _Inputs) -> None:
               AND(r("gpu_power_kw") > 0, OR(ISNUMBER(i.node_overhead_kw), ISNUMBER(_acc("node_overhead_kw")))),
               detail=sentence(b, "warn_power_known", r("accelerator_name")))
     _pilot_warning(b, i)
+    # issue 13: the reference model (a baseline MFU, typed or the catalog's typical one, × the
+    # layout efficiency ÷ reference_layout_efficiency) is deprecated, not removed: a plan that
+    # still scales by it says so (an all-in utilisation or a typed layout efficiency does not)
+    b.warning("warn_reference_model",
+              OR(r("fitted_model_used").eq("yes"), ISNUMBER(i.layout_efficiency_override)),
+              detail=sentence(b, "warn_reference_model"))
     warnings = [r(w.name) for w in b.model.warnings()]
     total = SUM(*warnings)
     b.item("warning_count", "checks", IF(ISERROR(total), 1, total))

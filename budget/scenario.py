@@ -301,10 +301,11 @@ class FittedCoefficients(_Section):
 
 
 class EfficiencySection(_Section):
-    # Issue 13: "fitted" predicts the utilisation with the step-time model fitted on published runs
-    # (catalogs/efficiency.yaml) where no utilisation is typed; "reference" scales the catalog's
-    # typical MFU by the layout efficiency ÷ reference_layout_efficiency
-    model: Literal["reference", "fitted"] = "reference"
+    # Issue 13: "fitted" (the default) predicts the utilisation with the step-time model fitted on
+    # published runs (catalogs/efficiency.yaml) where no utilisation is typed; "reference"
+    # (deprecated) scales the catalog's typical MFU by the layout efficiency ÷
+    # reference_layout_efficiency
+    model: Literal["reference", "fitted"] = "fitted"
     fitted: FittedCoefficients = FittedCoefficients()
     layout_efficiency: _number(ge=0.01, le=2) | None = None
     reference_layout_efficiency: _number(ge=0.01, le=1) = 0.82
@@ -312,6 +313,15 @@ class EfficiencySection(_Section):
     dp_comm_exposed: _number(ge=0, le=1) = 0.25
     cp_comm_exposed: _number(ge=0, le=1) = 1.0
     ep_comm_exposed: _number(ge=0, le=1) = 1.0
+
+    @model_validator(mode="before")
+    @classmethod
+    def _reference_when_calibrated_so(cls, data):
+        # a scenario written for the reference model (it sets reference_layout_efficiency, now
+        # deprecated) keeps that model and its figures, and the plan warns (warn_reference_model)
+        if isinstance(data, dict) and "reference_layout_efficiency" in data and "model" not in data:
+            return {**data, "model": "reference"}
+        return data
 
 
 PRECISIONS = {

@@ -195,17 +195,36 @@ def test_a_deadline_with_a_batch_no_count_splits_says_so(catalog):
     with pytest.raises(ScenarioError) as err:
         plan_of(data, catalog)
     problem = err.value.problems[0]
-    assert problem.message == "no GPU count from 32 up can be split for this batch"
+    # 33: the fewest GPUs the fitted model's best case needs for the deadline
+    assert problem.message == "no GPU count from 33 up can be split for this batch"
     assert problem.fix == text("plan.problems.no_split_at_count.fix", "en")
 
 
 def test_reference_layout_efficiency_is_what_the_model_gives_its_reference(catalog):
-    """The default 0.82 is the model's efficiency for the layout its note describes."""
+    """The default 0.82 is the model's efficiency for the layout its note describes (the
+    reference model, deprecated by issue 13 but kept: the plan warns)."""
     plan = plan_of(_computed_efficiency(**{"hardware.gpu_count": 512, "parallelism": {
         "tp": 8, "pp": 8, "zero_stage": 1, "recompute": "selective", "micro_batch_size": 1,
-        "sequence_parallel": True}}), catalog)
+        "sequence_parallel": True}, "efficiency": {"model": "reference"}}), catalog)
     assert plan["layout_efficiency_model"] == pytest.approx(plan["reference_layout_efficiency"], abs=0.01)
     assert plan["effective_mfu"] == pytest.approx(0.43, abs=0.01)   # the catalog's typical H100 MFU
+    assert plan["warn_reference_model"] == 1
+
+
+def test_the_fitted_model_is_the_default_and_the_reference_model_warns(catalog):
+    """Issue 13: without a typed utilisation the fitted step-time model predicts it; a scenario
+    written for the reference model (it sets reference_layout_efficiency) keeps that model and
+    its figures, with a warning naming the fix; a typed utilisation needs neither."""
+    free = _computed_efficiency(**{"hardware.gpu_count": 512})
+    plan = plan_of(free, catalog)
+    assert plan["fitted_model_used"] == "yes" and plan["effective_mfu"] == plan["fitted_mfu"]
+    assert plan["warn_reference_model"] == 0
+    old = plan_of(with_changes(free, {"efficiency.reference_layout_efficiency": 0.82}), catalog)
+    assert old["efficiency_model"] == "reference" and old["fitted_model_used"] == "no"
+    assert old["warn_reference_model"] == 1
+    assert any("reference model" in w and "deprecated" in w for w in old.warnings)
+    typed = plan_of(with_changes(free, {"hardware.mfu": 0.45, "efficiency.model": "reference"}), catalog)
+    assert typed["warn_reference_model"] == 0 and typed["effective_mfu"] == pytest.approx(0.45)
 
 
 def test_flash_attention_drops_the_attention_score_term(catalog):
@@ -286,7 +305,7 @@ def test_a_chinese_plan_explains_its_layout_and_count_in_chinese(catalog):
     first = fmt("layout.explain.best", "zh", layout=result.best.layout.describe(v["dp_size"], "zh"),
                 fitting=result.fitting, evaluated=result.evaluated, gpu_count=result.gpu_count,
                 train_days=v["train_days"], memory=v["memory_per_gpu_gb"], usable=v["usable_hbm_gb"],
-                bubble=v["bubble_fraction"], comm=v["comm_fraction"], recompute=v["recompute_overhead"])
+                bubble=v["bubble_fraction"], comm=v["step_comm_share"], recompute=v["recompute_overhead"])
     assert zh.layout.explanation.startswith(first)
     assert en.layout.explanation.startswith(result.best.layout.describe(v["dp_size"]))
     for sentence in (zh.layout.explanation, zh.inputs["gpu_count"].source, zh.inputs["tp_size"].source):

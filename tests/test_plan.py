@@ -343,8 +343,9 @@ LEVERS = {
     # GPT-3 175B on one node: 2.8 TB of weights and optimizer state; no accelerator holds an eighth
     "more GPUs": (_scenario("gpt3-175b", 8), "plan.ways_out.more_gpus",
                   lambda f: {"hardware.gpu_count": f["gpus"]}),
-    # Llama 3 70B pinned to TP 8 × PP 1 without ZeRO: ZeRO-1 shards the optimizer over DP 8
-    "ZeRO": (_scenario("llama3-70b", 64, {"tp": 8, "pp": 1, "zero_stage": 0, "recompute": "none",
+    # GPT-3 175B pinned to TP 8 × PP 1 without ZeRO on 256 GPUs: 350 GB of model states a GPU,
+    # more than any accelerator holds; ZeRO-2 shards the gradients and optimizer over DP 32
+    "ZeRO": (_scenario("gpt3-175b", 256, {"tp": 8, "pp": 1, "zero_stage": 0, "recompute": "none",
                                           "micro_batch_size": 1}), "plan.ways_out.zero",
              lambda f: {"parallelism.zero_stage": f["stage"]}),
     # Llama 3 70B on two nodes at TP 8, no ZeRO, no recomputation: a 128 GB accelerator holds it
@@ -394,14 +395,21 @@ def test_more_gpus_is_the_fewest_whole_nodes_that_fit(catalog):
 
 
 def test_the_levers_that_do_not_fit_say_so(catalog):
-    data, _, _ = LEVERS["ZeRO"]
+    """Llama 3 70B pinned to TP 8 × PP 1 without ZeRO on 64 H100: a GB200 (186 GB) holds it and,
+    at the scenario's price per GPU-hour, is cheapest; ZeRO-1 comes second, priced by how much more."""
+    data = _scenario("llama3-70b", 64, {"tp": 8, "pp": 1, "zero_stage": 0, "recompute": "none",
+                                        "micro_batch_size": 1})
     assert _refusal(catalog, data).fix == (
-        "ways out, cheapest first: ZeRO-1 (parallelism.zero_stage: 1) fits on 64 GPUs as TP 8 × PP 1 × DP 8, "
-        "micro-batch 1, ZeRO-1, no recomputation, sequence parallel: 170.8 training days, total 963,019 USD; "
-        "NVIDIA GB200 NVL72 (per GPU) (hardware.accelerator: nvidia_gb200), the catalog's smallest memory "
-        "that fits, at 64 GPUs as TP 8 × PP 1 × DP 8, micro-batch 1, no ZeRO, no recomputation, sequence "
-        "parallel: 275.8 training days, total 1,432,023 USD at the scenario's prices, 469,004 USD more; "
+        "ways out, cheapest first: NVIDIA GB200 NVL72 (per GPU) (hardware.accelerator: nvidia_gb200), the "
+        "catalog's smallest memory that fits, at 64 GPUs as TP 8 × PP 1 × DP 8, micro-batch 1, no ZeRO, no "
+        "recomputation, sequence parallel: 68.2 training days, total 416,905 USD at the scenario's prices; "
+        "ZeRO-1 (parallelism.zero_stage: 1) fits on 64 GPUs as TP 8 × PP 1 × DP 8, micro-batch 1, ZeRO-1, no "
+        "recomputation, sequence parallel: 172.8 training days, total 973,207 USD, 556,302 USD more; "
         "even full recomputation does not fit; no GPU count that splits the batch fits")
+    # the 175B case: ZeRO is the only way out, and the others say why not
+    assert _refusal(catalog, LEVERS["ZeRO"][0]).fix.endswith(
+        "even full recomputation does not fit; no GPU count that splits the batch fits; "
+        "no larger accelerator of the catalog fits at 256 GPUs")
 
 
 # GPT-3 175B pinned to TP 8 × PP 1 without ZeRO or recomputation: 360 GB a GPU at any count.
@@ -448,7 +456,7 @@ def test_a_deadline_no_count_meets_names_the_fastest_count(catalog):
     problem = _refusal(catalog, DEADLINE)
     assert problem.path == "hardware"
     assert problem.message == ("no GPU count up to 1,048,576 trains within 2 days: the fastest of those "
-                               "tried at each doubling, 8,072 GPUs, trains within 3.2 days with failures")
-    assert problem.fix.startswith("set hardware.deadline_days to 3.2 or more (at 8,072 GPUs)")
-    plan = plan_of(with_changes(DEADLINE, {"hardware.deadline_days": 3.2}), catalog)
-    assert plan.gpu_count == 8072 and plan.values["stretched_training_days"] <= 3.2
+                               "tried at each doubling, 8,072 GPUs, trains within 3.1 days with failures")
+    assert problem.fix.startswith("set hardware.deadline_days to 3.1 or more (at 8,072 GPUs)")
+    plan = plan_of(with_changes(DEADLINE, {"hardware.deadline_days": 3.1}), catalog)
+    assert plan.gpu_count == 8072 and plan.values["stretched_training_days"] <= 3.1
