@@ -147,7 +147,20 @@ def report_context(plan: Plan, workbook=None) -> dict:
     """Everything the templates show. `workbook` is the plan's written workbook
     (budget.workbook.WorkbookResult), whose Cashflow months the decision page sums by quarter;
     it is written here when not given. `t` is the plan language's messages (`t("report.x",
-    days=3)`); render_html swaps in their HTML form."""
+    days=3)`); render_html swaps in their HTML form. Gathered once for the Markdown and the
+    HTML of one plan and workbook."""
+    if workbook is not None and _LAST_CONTEXT and _LAST_CONTEXT[0] is plan and _LAST_CONTEXT[1] is workbook:
+        return _LAST_CONTEXT[2]
+    context = _report_context(plan, workbook)
+    if workbook is not None:
+        _LAST_CONTEXT[:] = [plan, workbook, context]
+    return context
+
+
+_LAST_CONTEXT: list = []    # [plan, workbook, context]: the last rendered plan's
+
+
+def _report_context(plan: Plan, workbook=None) -> dict:
     from .decision import decision
     from .workbook import scenario_digest, write_workbook
 

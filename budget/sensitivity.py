@@ -47,7 +47,19 @@ class Case:
 
 
 def cases(plan) -> list[Case]:
-    """The low and high what-if of every uncertain input, evaluated by the planner's model."""
+    """The low and high what-if of every uncertain input, evaluated by the planner's model
+    (once per plan: the Sensitivity sheet and both reports' decision page ask for them)."""
+    if _LAST_CASES and _LAST_CASES[0] is plan:
+        return _LAST_CASES[1]
+    out = _cases(plan)
+    _LAST_CASES[:] = [plan, out]
+    return out
+
+
+_LAST_CASES: list = []      # [plan, its cases]: the last plan's, held until the next plan's
+
+
+def _cases(plan) -> list[Case]:
     model, v = plan.model, plan.values
     lookups = {name: t.lookup() for name, t in plan.tables.items()}
     base_inputs = {k: v[k] for k in model.inputs}
