@@ -28,7 +28,8 @@ from openpyxl.drawing.spreadsheet_drawing import SpreadsheetDrawing
 from openpyxl.worksheet._writer import WorksheetWriter
 from openpyxl.worksheet.dimensions import SheetDimension
 from openpyxl.writer.excel import ExcelWriter
-from openpyxl.formatting.rule import FormulaRule
+from openpyxl.formatting.rule import FormulaRule, Rule
+from openpyxl.styles.differential import DifferentialStyle
 from openpyxl.styles import Alignment, Border, Font, NamedStyle, PatternFill, Protection, Side
 from openpyxl.styles.cell_style import StyleArray
 from openpyxl.utils import get_column_letter, range_boundaries
@@ -278,6 +279,21 @@ def plural_text(count: Expr, one: str, other: str, **figures) -> Expr:
             a, b = a[:-1] + [a[-1][:-n]], b[:-1] + [b[-1][:-n]]
     choice = IF(count.eq(1), _joined([p for p in a if p != ""]), _joined([p for p in b if p != ""]))
     return _joined([*prefix, choice, *([tail] if tail else [])])
+
+
+_RULE_STYLES: dict[int, tuple[PatternFill, DifferentialStyle]] = {}
+
+
+def formula_rule(formula: str, fill: PatternFill) -> Rule:
+    """openpyxl's FormulaRule(formula=[formula], fill=fill), its differential style shared by
+    every rule with that fill (a module constant), so that writing the book finds the style's
+    id once (_FastSheetWriter.write_formatting) rather than comparing it with each one held."""
+    rule = Rule(type="expression", formula=[formula])
+    known = _RULE_STYLES.get(id(fill))
+    if known is None or known[0] is not fill:
+        known = _RULE_STYLES[id(fill)] = (fill, DifferentialStyle(fill=fill))
+    rule.dxf = known[1]
+    return rule
 
 
 class _SameStyles(IndexedList):
@@ -616,7 +632,7 @@ class _Writer:
         twin = f"gen_{d.name}"
         if twin in self.model.inputs:   # the value the layout search saw, kept visibly
             self.generated_value(ws, row, 7, twin, d.unit)
-            changed = FormulaRule(formula=[f"$B{row}<>$G{row}"], fill=CHANGED_FILL)
+            changed = formula_rule(f"$B{row}<>$G{row}", CHANGED_FILL)
             ws.conditional_formatting.add(f"A{row}:G{row}", changed)
 
     def generated_value(self, ws, row: int, col: int, name: str, unit: str) -> None:
@@ -998,10 +1014,10 @@ class _Writer:
         cell = coord.split(":")[0].replace("$", "")
         fine = f"AND(ISNUMBER({cell}),{cell}=0)"
         blank = f'IF(ISERROR({cell}),FALSE,{cell}="")' if blank_ok else ""
-        ws.conditional_formatting.add(coord, FormulaRule(formula=[fine], fill=OK_RULE_FILL))
-        ws.conditional_formatting.add(coord, FormulaRule(
-            formula=[f"NOT(OR({fine},{blank}))" if blank_ok else f"NOT({fine})"],
-            fill=WARN_RULE_FILL if warning else BAD_RULE_FILL))
+        ws.conditional_formatting.add(coord, formula_rule(fine, OK_RULE_FILL))
+        ws.conditional_formatting.add(coord, formula_rule(
+            f"NOT(OR({fine},{blank}))" if blank_ok else f"NOT({fine})",
+            WARN_RULE_FILL if warning else BAD_RULE_FILL))
 
     def summary(self) -> None:
         """What a CFO reads in 30 seconds: the status and, one fixed row per check and warning,
@@ -1262,6 +1278,24 @@ class _FastSheetWriter(WorksheetWriter):
     dimension spans A1 to the last cell: the bytes the book had when its sheets were walked
     with `ws.iter_rows()`, which filled each gap with an empty cell."""
 
+    dxf_ids: dict[int, tuple[object, int | None]]     # the book's: set by _FastExcelWriter
+
+    def write_formatting(self):
+        """openpyxl's, with each differential style's id found once per book (by identity):
+        openpyxl compared every rule's style with each one held, twice."""
+        empty = DifferentialStyle()
+        styles = self.ws.parent._differential_styles
+        for cf in self.ws.conditional_formatting:
+            for rule in cf.rules:
+                dxf = rule.dxf
+                known = self.dxf_ids.get(id(dxf))
+                if known is None or known[0] is not dxf:
+                    index = styles.add(dxf) if dxf and dxf != empty else None
+                    known = self.dxf_ids[id(dxf)] = (dxf, index)
+                if known[1] is not None:
+                    rule.dxfId = known[1]
+            self.xf.send(cf.to_tree())
+
     def write_dimensions(self):
         cells = self.ws._cells
         if not cells:
@@ -1326,11 +1360,16 @@ def _cell_xml(cell, value, styled: bool) -> str | None:
 
 
 class _FastExcelWriter(ExcelWriter):
+    def __init__(self, workbook, archive):
+        super().__init__(workbook, archive)
+        self.dxf_ids: dict[int, tuple[object, int | None]] = {}
+
     def write_worksheet(self, ws):
         ws._drawing = SpreadsheetDrawing()
         ws._drawing.charts = ws._charts
         ws._drawing.images = ws._images
         writer = _FastSheetWriter(ws)
+        writer.dxf_ids = self.dxf_ids
         writer.write()
         ws._rels = writer._rels
         self._archive.write(writer.out, ws.path[1:])
