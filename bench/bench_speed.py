@@ -18,12 +18,19 @@ in the machine's load hits them alike; medians):
 Goals: generate <= 1.5x the floor; 100 scenarios < 10 s; the 10-option package < 3 s; memory
 flat (100 vs 25 scenarios within 1.25x). One line per goal says met or NOT met.
 
-    python bench/bench_speed.py [--pairs 7] [--sweeps 3] [--tree PATH] [--baseline PATH]
+    python bench/bench_speed.py [--pairs 7] [--sweeps 3] [--tree PATH] [--baseline PATH] [--bytecode]
 
 `--tree` measures another checkout; `--baseline PATH` measures a second checkout (say the code
 before a change: `git worktree add /tmp/base <commit>`) interleaved with the first, with the same
 scenarios, so two versions compare on one machine in one sitting (its sweep runs --base-sweeps
 times, 1 by default: a slow baseline's sweep takes minutes).
+
+Every process runs with PYTHONDONTWRITEBYTECODE=1, so the checkout gets no __pycache__: where it
+has none (as here), each run compiles trainbudget's own modules from source while the floor's
+libraries load from their installed bytecode. `--bytecode` measures both sides from bytecode, as
+an installed package (or a checkout's second run) does: every module's bytecode is written first,
+by one warm-up run of each case, into a private cache (PYTHONPYCACHEPREFIX in a temp folder, the
+checkout untouched), and every measured process reads it.
 """
 
 from __future__ import annotations
@@ -72,9 +79,14 @@ class Sample:
         self.wall, self.cpu, self.mb = wall, cpu, mb
 
 
-def run(cmd: list[str], cwd: Path) -> Sample:
+ENV: dict[str, str] = {}    # --bytecode: PYTHONPYCACHEPREFIX
+
+
+def run(cmd: list[str], cwd: Path, write_bytecode: bool = False) -> Sample:
     """One process, its output discarded; fails loudly on a non-zero exit."""
-    env = dict(os.environ, PYTHONPATH=str(cwd), PYTHONDONTWRITEBYTECODE="1")
+    env = dict(os.environ, PYTHONPATH=str(cwd), PYTHONDONTWRITEBYTECODE="1", **ENV)
+    if write_bytecode:
+        del env["PYTHONDONTWRITEBYTECODE"]
     before = os.times()
     start = time.perf_counter()
     proc = subprocess.Popen(cmd, cwd=cwd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
@@ -141,6 +153,14 @@ def measure(trees: list[Path], pairs: int, sweeps: list[int], tmp: Path) -> dict
     sweep = sweep_scenarios(tmp / "in", 100)
     ten = options_scenario(tmp / "in")
     got = {t: {k: [] for k in ("floor", "single", "hundred", "quarter", "package")} for t in trees}
+    if ENV:     # --bytecode: one unmeasured run of each case writes every module's bytecode
+        for n, tree in enumerate(trees):
+            out = tmp / f"t{n}" / "warm"
+            for cmd in ([py, "-c", FLOOR], [py, "generate.py", "-q", "-f", "-o", str(out / "one")],
+                        [py, "generate.py", "-q", "-f", "-o", str(out / "two"), *map(str, sweep[:2])],
+                        [py, "generate.py", "package", "-q", "-f", "-o", str(out / "pkg"), str(ten)],
+                        [py, "-c", SEARCH]):
+                run(cmd, tree, write_bytecode=True)
     for k in range(pairs):
         for n, tree in enumerate(trees):
             out = tmp / f"t{n}"
@@ -155,7 +175,7 @@ def measure(trees: list[Path], pairs: int, sweeps: list[int], tmp: Path) -> dict
                                              str(out / f"pkg{k}"), str(ten)], tree))
         print(f"  round {k + 1}/{pairs} done", file=sys.stderr, flush=True)
     for tree in trees:
-        env = dict(os.environ, PYTHONPATH=str(tree))
+        env = dict(os.environ, PYTHONPATH=str(tree), **ENV)
         got[tree]["search"] = float(subprocess.run([py, "-c", SEARCH], cwd=tree, env=env, check=True,
                                                    capture_output=True, text=True).stdout.split()[-1])
     return got
@@ -192,6 +212,8 @@ def main() -> int:
     parser.add_argument("--tree", type=Path, default=ROOT, help="the checkout to measure")
     parser.add_argument("--baseline", type=Path, default=None, help="a second checkout, measured alongside")
     parser.add_argument("--base-sweeps", type=int, default=1, help="rounds that run the baseline's sweeps")
+    parser.add_argument("--bytecode", action="store_true",
+                        help="every module loaded from bytecode, written first into a private cache")
     args = parser.parse_args()
     pairs = max(args.pairs, 5)
     trees = [args.tree.resolve()] + ([args.baseline.resolve()] if args.baseline else [])
@@ -199,9 +221,13 @@ def main() -> int:
     start = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="trainbudget-bench-") as tmp:
         (Path(tmp) / "in").mkdir()
+        if args.bytecode:
+            ENV["PYTHONPYCACHEPREFIX"] = str(Path(tmp) / "pycache")
         got = measure(trees, pairs, sweeps, Path(tmp))
     print(f"machine: {os.cpu_count()} cores, Python {sys.version.split()[0]}, "
-          f"load average {os.getloadavg()[0]:.1f} at the end; {time.perf_counter() - start:.0f} s in all")
+          f"load average {os.getloadavg()[0]:.1f} at the end; {time.perf_counter() - start:.0f} s in all; "
+          + ("every module from bytecode (--bytecode)" if args.bytecode
+             else "trainbudget's modules compiled from source where the checkout has no bytecode"))
     results = [report(tree, got[tree]) for tree in trees]
     if len(results) == 2:
         now, base = results
