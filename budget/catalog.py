@@ -412,9 +412,11 @@ def read_bundled(path: Path):
         return load_yaml(path, CatalogError)
     try:
         raw = path.read_bytes()
-        if len(raw) <= MAX_YAML_BYTES:
-            return yaml.load(raw.decode("utf-8").replace("\r\n", "\n").replace("\r", "\n"),
-                             Loader=_CStrictLoader)
+        if len(raw) <= MAX_YAML_BYTES:   # parsed once, then from budget/cache.py (issue 14)
+            from .cache import cached
+            return cached(raw, "read_bundled: libyaml, no duplicate keys",  # i18n: not text (a cache key)
+                          lambda: yaml.load(raw.decode("utf-8").replace("\r\n", "\n").replace("\r", "\n"),
+                                            Loader=_CStrictLoader))
     except Exception:    # noqa: BLE001 -- load_yaml below reports it in the user's terms
         pass
     return load_yaml(path, CatalogError)

@@ -59,10 +59,21 @@ SAFE_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 @lru_cache(maxsize=None)
 def catalog(lang: str = DEFAULT_LANG) -> dict[str, str]:
-    """Every message of one language, keyed by dotted message id."""
+    """Every message of one language, keyed by dotted message id: read once, then from
+    budget/cache.py while the files' bytes stay the same (issue 14)."""
+    from .cache import cached
+
+    files = catalog_files(lang)
+    raw = [path.read_bytes() for path in files]
+    key = b"\0".join(p.name.encode() + b"\0" + data for p, data in zip(files, raw))
+    return cached(key, f"i18n.catalog: {SAFE_LOADER.__name__}", lambda: _read(files, raw))  # i18n: not text
+
+
+def _read(files: list[Path], raw: list[bytes]) -> dict[str, str]:
     out: dict[str, str] = {}
-    for path in catalog_files(lang):
-        _flatten(yaml.load(path.read_text(encoding="utf-8"), Loader=SAFE_LOADER) or {}, "", out, path)
+    for path, data in zip(files, raw):
+        text = data.decode("utf-8").replace("\r\n", "\n").replace("\r", "\n")   # as read_text() reads it
+        _flatten(yaml.load(text, Loader=SAFE_LOADER) or {}, "", out, path)
     return out
 
 
