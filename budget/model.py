@@ -162,7 +162,7 @@ def _tables(b: ModelBuilder) -> None:
 # and P90 for the range (P10/P50/P90 of the total). Each one's label and citation are the
 # messages uncertain.<key>.label and uncertain.<key>.cite.
 UNCERTAIN_SPREADS = {
-    "mfu": ("mfu", "points", -0.10, 0.10),
+    "mfu": ("mfu_shift", "points", -0.10, 0.10),
     "price_per_gpu_hour": ("price_per_gpu_hour", "factor", 0.85, 1.35),
     "train_tokens": ("train_tokens", "factor", 0.9, 1.1),
     "interruption_rate": ("interruption_rate_per_gpu_hour", "factor", 0.5, 2.0),
@@ -203,8 +203,10 @@ SEARCH_INPUTS = ("gpu_type", "model_layers", "hidden_size", "attention_heads", "
                  "moe_experts_per_token", "moe_shared_experts", "moe_expert_ffn_hidden_size",
                  "moe_first_dense_layers", "moe_layer_freq",
                  # FP8/FP4 compute caches part of the activations in one byte
-                 "compute_precision", "fp8_activation_share")
-SEARCH_ITEMS = ("peak_tflops", "hbm_gb", "gpus_per_node", "intra_node_gb_per_s",
+                 "compute_precision", "fp8_activation_share",
+                 # the utilisation model ranks the layouts (issue 13)
+                 "efficiency_model")
+SEARCH_ITEMS = ("peak_tflops", "hbm_gb", "gpus_per_node", "scale_up_gpus", "intra_node_gb_per_s",
                 "scale_out_gb_per_s")
 
 
@@ -543,6 +545,9 @@ def _inputs(b: ModelBuilder) -> _Inputs:
     constant("ep_all_to_all_passes", "×", 4.0, minimum=0)
     constant("token_id_bytes", "bytes", 2.0, minimum=1)
     constant("p90_probability", "fraction", 0.9, minimum=0, maximum=1, kind="fraction")
+    # points added to the MFU in use (typed, reference or fitted): 0 in the plan; the Sensitivity
+    # sheet's MFU what-ifs move it
+    constant("mfu_shift", "points", 0.0, minimum=-1, maximum=1, kind="fraction")
     constant("small_vocab_limit", "tokens", 65536.0, minimum=1)
     constant("ffn_width_per_hidden", "×", 4.0, minimum=1)
     constant("gated_ffn_matrices", "matrices", 3.0, minimum=3, maximum=3)
@@ -602,7 +607,7 @@ def _accelerator(b: ModelBuilder, i: _Inputs) -> None:
     b.item("scale_up_gpus", "GPUs", IF(ISNUMBER(domain), MAX(domain, Ref("gpus_per_node")), Ref("gpus_per_node")))
     b.item("intra_node_gb_per_s", "GB/s", _acc("intra_node_gb_per_s"))
     b.item("scale_out_gb_per_s", "GB/s",
-           IF(i.gpu_count <= Ref("scale_up_gpus"), Ref("intra_node_gb_per_s"),
+           IF(i.gpu_count <= Ref("gpus_per_node"), Ref("intra_node_gb_per_s"),
               _acc("inter_node_gbit_per_s") / i.bits_per_byte))
 
     b.section("model")
@@ -985,7 +990,10 @@ def _efficiency(b: ModelBuilder, i: _Inputs) -> None:
     # an HFU or effective TFLOPS keep theirs)
     typed = OR(ISNUMBER(i.mfu), ISNUMBER(i.hfu), ISNUMBER(i.effective_tflops_given))
     fitted = b.item("fitted_model_used", "yes/no", IF(AND(i.efficiency_model.eq("fitted"), NOT(typed)), "yes", "no"))
-    b.item("effective_mfu", "fraction", IF(fitted.eq("yes"), r("fitted_mfu"), r("baseline_mfu") * eff))
+    model_mfu = b.item("model_mfu", "fraction", IF(fitted.eq("yes"), r("fitted_mfu"), r("baseline_mfu") * eff))
+    # a what-if's shift in points, kept within (half the MFU, 100%]: an MFU cannot fall to 0 or pass 1
+    b.item("effective_mfu", "fraction",
+           IF(i.mfu_shift.eq(0), model_mfu, MIN(1, MAX(model_mfu + i.mfu_shift, model_mfu / 2))))
     # the exposed communication the layout's explanation quotes: the model in use's
     b.item("step_comm_share", "fraction of step",
            IF(fitted.eq("yes"), r("fitted_comm_s") / r("fitted_step_s"), r("comm_fraction")))

@@ -586,7 +586,7 @@ def _spread(low: float, high: float):
 
 def _uncertainty_section() -> type[_Section]:
     """Low and high values of the uncertain inputs (Sensitivity sheet), read as P10 and P90:
-    `mfu` in points added to the baseline MFU, the others as factors on the base value. The
+    `mfu` in points added to the MFU in use, the others as factors on the base value. The
     keys and defaults are budget.model.UNCERTAIN_SPREADS's, so they are said once (and no
     message catalog is read at import)."""
     from pydantic import create_model
@@ -617,6 +617,7 @@ class ConstantsSection(_Section):
     token_id_bytes: _number(ge=1, le=8) = 2.0
     small_vocab_limit: _number(ge=256, le=2 ** 32) = 65536.0
     p90_probability: _number(ge=0.9, le=0.9) = 0.9
+    mfu_shift: _number(ge=0, le=0) = 0.0
     ffn_width_per_hidden: _number(ge=1, le=16) = 4.0
     gated_ffn_matrices: _number(ge=3, le=3) = 3.0
     forward_flops_per_param_token: _number(ge=2, le=2) = 2.0

@@ -68,9 +68,8 @@ def _cases(plan) -> list[Case]:
         for end in ("low", "high"):
             factor = f"unc_{key}_{end}"
             if spread == "points":
-                # ± points, kept within (half the base, 100%]: an MFU cannot fall to 0 or pass 1
-                value = min(1.0, max(v["baseline_mfu"] + v[factor], v["baseline_mfu"] / 2))
-                formula = f"MIN(1,MAX(baseline_mfu+{factor},baseline_mfu/2))"
+                # ± points on the MFU in use (effective_mfu keeps it within half and 100%)
+                value, formula = v[factor], factor
             else:
                 value, formula = v[target] * v[factor], f"{target}*{factor}"
             values = model.evaluate({**base_inputs, target: value}, lookups)
@@ -149,14 +148,15 @@ def write_sensitivity(w, ws, plan) -> None:
         low, high = (c for c in all_cases if c.key == key)
         lo, hi = col_of[(key, "low")], col_of[(key, "high")]
         tr, er = row_of["total_cost"], row_of["project_end"]
-        base_name = "baseline_mfu" if spread == "points" else target
+        # a shift in points shows the MFU it gives, not the shift
+        shown = "effective_mfu" if spread == "points" else target
         d = model.inputs[target]
         put_text(ws.cell(r, 1), label)
-        put_text(ws.cell(r, 2), target)
-        fmt = "0.00E+00" if abs(v[base_name]) >= 1e9 else number_format(d.unit, d.kind)
-        w.formula(ws, r, 3, base_name, v[base_name], fmt)
-        w.formula(ws, r, 4, f"{lo}{row_of[target]}", low.value, fmt)
-        w.formula(ws, r, 5, f"{hi}{row_of[target]}", high.value, fmt)
+        put_text(ws.cell(r, 2), shown)
+        fmt = "0.00E+00" if abs(v[shown]) >= 1e9 else number_format(d.unit, d.kind)
+        w.formula(ws, r, 3, shown, v[shown], fmt)
+        w.formula(ws, r, 4, f"{lo}{row_of[shown]}", low.values[shown], fmt)
+        w.formula(ws, r, 5, f"{hi}{row_of[shown]}", high.values[shown], fmt)
         lt, ht = low.values["total_cost"], high.values["total_cost"]
         w.formula(ws, r, 6, f"{lo}{tr}", lt, money)
         w.formula(ws, r, 7, f"{hi}{tr}", ht, money)

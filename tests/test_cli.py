@@ -86,13 +86,13 @@ REFUSALS = {
         "72.0 GB usable\n"
         "  fix: ways out, cheapest first: 48 GPUs (hardware.gpu_count: 48), the fewest whole nodes "
         "that fit, as TP 8 × PP 1 × DP 6, micro-batch 1, ZeRO-3, no recomputation, sequence parallel: "
-        "153.7 training days, total 738,827 USD; no larger accelerator of the catalog fits at 8 GPUs\n"),
+        "154.7 training days, total 743,235 USD; no larger accelerator of the catalog fits at 8 GPUs\n"),
     "deadline-not-met": (
         _PLAIN.format(preset="llama3-8b", tokens="15T", batch="  global_batch_sequences: 1009\n",
                       count="deadline_days: 2"),
         "error: {f}: hardware: no GPU count up to 1,048,576 trains within 2 days: the fastest of those "
-        "tried at each doubling, 8,072 GPUs, trains within 3.1 days with failures\n"
-        "  fix: set hardware.deadline_days to 3.1 or more (at 8,072 GPUs), or choose a faster "
+        "tried at each doubling, 8,072 GPUs, trains within 3.2 days with failures\n"
+        "  fix: set hardware.deadline_days to 3.2 or more (at 8,072 GPUs), or choose a faster "
         "accelerator (hardware.accelerator) or lower the interruptions that grow with the count "
         "(reliability.*)\n"),
 }

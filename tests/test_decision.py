@@ -71,7 +71,7 @@ def test_risks_are_the_largest_swings_then_the_checks(seed_h100):
     from budget.workbook import write_workbook
     d = decision(seed_h100, status(seed_h100), scenario_digest(seed_h100), write_workbook(seed_h100))
     swings = [r for r in d["risks"] if not r.startswith(("Check", "Warning"))]
-    assert [r.split(":")[0] for r in swings] == ["GPU rental price", "Baseline MFU", "Training tokens",
+    assert [r.split(":")[0] for r in swings] == ["GPU rental price", "MFU", "Training tokens",
                                                  "Setup", "Staffing cost"]
     assert d["digest"] == scenario_digest(seed_h100)
 

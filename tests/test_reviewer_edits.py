@@ -156,6 +156,10 @@ def edit_currency(wb):
     _set(wb, "currency", "EUR")
 
 
+def edit_reference_model(wb):
+    _set(wb, "efficiency_model", "reference")
+
+
 EDITS = {
     "seed-mfu-zero": ("seed", edit_mfu_zero),
     "seed-buffer-row-deleted": ("seed", edit_delete_buffer_row),
@@ -169,6 +173,7 @@ EDITS = {
     "seed-role-below-table": ("seed", edit_role_below_table),
     "seed-new-catalog-row": ("seed", edit_new_catalog_row),
     "seed-currency-eur": ("seed", edit_currency),
+    "searched-reference-model": ("searched", edit_reference_model),
 }
 
 
@@ -328,6 +333,26 @@ def test_other_accelerator_asks_to_regenerate_a_searched_layout(reviewed, catalo
     assert book["search_inputs_changed"] >= 1
     assert book["check_search_inputs_unchanged"] == 1
     assert book["master_check"] >= 1
+    _assert_flags_are_numbers(book)
+
+
+def test_the_deprecated_reference_model_warns_and_asks_to_regenerate(reviewed, catalog):
+    """The reviewer picks "reference" in the utilisation model's drop-down of the searched book:
+    the utilisation is the reference model's for the same layout (as the planner computes it),
+    the deprecation warning turns on, and the search check fails (the layout was the fitted
+    model's choice)."""
+    book, base = reviewed["searched-reference-model"], reviewed["searched"]
+    assert base["fitted_model_used"] == "yes" and base["warn_reference_model"] == 0
+    v = base.plan.values
+    pinned = {"parallelism.tp": int(v["tp_size"]), "parallelism.pp": int(v["pp_size"]),
+              "parallelism.micro_batch_size": int(v["micro_batch_size"]),
+              "parallelism.zero_stage": int(v["zero_stage"]), "parallelism.recompute": v["recompute"],
+              "parallelism.sequence_parallel": v["sequence_parallel"] == "yes"}
+    want = plan_for(catalog, "searched", {**pinned, "efficiency.model": "reference"})
+    assert book["fitted_model_used"] == "no"
+    assert _close(book["effective_mfu"], want.values["effective_mfu"])
+    assert book["warn_reference_model"] == 1 and want.values["warn_reference_model"] == 1
+    assert book["check_search_inputs_unchanged"] == 1
     _assert_flags_are_numbers(book)
 
 

@@ -58,14 +58,19 @@ def test_range_is_ordered_and_agrees_with_a_monte_carlo(plans, stem):
     base = {k: plan.values[k] for k in model.inputs}
     draws = random.Random(20261130)
     params = {}
-    for key, (target, *_rest) in UNCERTAIN.items():
+    for key, (target, _label, spread, *_rest) in UNCERTAIN.items():
         low, high = (c.value for c in all_cases if c.key == key)
-        params[target] = ((math.log(low) + math.log(high)) / 2, (math.log(high) - math.log(low)) / (2 * Z90))
+        if spread == "points":       # a shift of the MFU in points: normal, low and high its P10 and P90
+            params[target] = ((low + high) / 2, (high - low) / (2 * Z90), False)
+        else:
+            params[target] = ((math.log(low) + math.log(high)) / 2,
+                              (math.log(high) - math.log(low)) / (2 * Z90), True)
     totals, ends = [], []
     for _ in range(SAMPLES):
         inputs = dict(base)
-        for target, (mu, sigma) in params.items():
-            inputs[target] = math.exp(draws.gauss(mu, sigma))
+        for target, (mu, sigma, lognormal) in params.items():
+            x = draws.gauss(mu, sigma)
+            inputs[target] = math.exp(x) if lognormal else x
         values = model.evaluate(inputs, lookups)
         totals.append(values["total_cost"])
         ends.append(values["project_end"])
