@@ -258,6 +258,18 @@ class PriceCatalog:
     def rental_price(self, price_id: str) -> RentalPrice:
         return next(r for r in self.rental if r.id == price_id)
 
+    def on_demand_usd(self, acc_id: str) -> float | None:
+        """The median on-demand rental price of an accelerator per GPU-hour, in US dollars (the
+        catalog's FX rates); None when the catalog quotes none."""
+        rate = {c: f.value for c, f in self.fx_per_usd.items()} | {"USD": 1.0}  # i18n: not text
+        quotes = sorted(r.per_gpu_hour.value / rate[r.per_gpu_hour.currency]
+                        for r in self.rental if r.accelerator == acc_id and r.tier == "on_demand"
+                        and r.per_gpu_hour.currency in rate)
+        if not quotes:
+            return None
+        mid = len(quotes) // 2
+        return quotes[mid] if len(quotes) % 2 else (quotes[mid - 1] + quotes[mid]) / 2
+
     def purchase_for(self, acc_id: str) -> PurchasePrice | None:
         return next((p for p in self.purchase if p.accelerator == acc_id), None)
 

@@ -527,8 +527,12 @@ def _memory_ways_out(s: Scenario, catalog: Catalog, inputs: Mapping[str, InputVa
             failing.append(Msg("plan.ways_out.more_gpus_none"))
     larger = _larger_accelerator(s, catalog, inputs, file, evaluate)
     if larger is not None:
-        acc, result = larger
-        way("plan.ways_out.accelerator", result, accelerator=acc.name, id=acc.id)
+        acc, result, prices = larger
+        if prices:
+            way("plan.ways_out.accelerator_scaled", result, accelerator=acc.name, id=acc.id,
+                ratio=prices[0] / prices[1], alt_price=prices[0], own_price=prices[1])
+        else:
+            way("plan.ways_out.accelerator", result, accelerator=acc.name, id=acc.id)
     else:
         failing.append(Msg("plan.ways_out.accelerator_none", gpus=gpus) if gpus
                        else Msg("plan.ways_out.accelerator_none_any"))
@@ -546,8 +550,11 @@ def _larger_accelerator(s: Scenario, catalog: Catalog, inputs: Mapping[str, Inpu
                         evaluate: Evaluator):
     """The catalog accelerator with the least memory above the scenario's own on which a layout
     fits (at the asked count in its whole nodes, or at the count the scenario's mode chooses),
-    at the scenario's other inputs and prices."""
+    at the scenario's other inputs and prices; its price per GPU-hour is the scenario's scaled by
+    the two accelerators' median on-demand prices in the catalog, when it quotes both (a GB200
+    hour is not an H100 hour), returned as (that one's, the scenario's) or None."""
     own = catalog.accelerator(s.hardware.accelerator)
+    own_price = catalog.prices.on_demand_usd(own.id) if catalog.prices else None
     larger = sorted((a for a in catalog.accelerators if a.hbm_gb.value > own.hbm_gb.value),
                     key=lambda a: a.hbm_gb.value)
     model, lookups, gpus = evaluate.model, evaluate.tables, s.hardware.gpu_count
@@ -560,10 +567,17 @@ def _larger_accelerator(s: Scenario, catalog: Catalog, inputs: Mapping[str, Inpu
             changed = {**inputs, **bind(model, other, catalog, file)}
         except InputError:
             continue        # no price or figure for this accelerator: not a way out
+        alt_price = catalog.prices.on_demand_usd(acc.id) if own_price else None
+        prices = (alt_price, own_price) if alt_price else None
+        if prices:      # the tier's price and the on-demand price beyond a commitment
+            for name in ("price_per_gpu_hour", "on_demand_per_gpu_hour"):
+                price = changed.get(name)
+                if price is not None and isinstance(price.value, (int, float)):
+                    changed[name] = replace(price, value=price.value * alt_price / own_price)
         _m, _p, _b, ev, space = _search_setup(other, catalog, changed, lookups, evaluate.run)
         result = _lever_result(other, ev, space)
         if result is not None:
-            return acc, result
+            return acc, result, prices
     return None
 
 

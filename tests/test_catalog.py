@@ -375,3 +375,16 @@ def test_a_duplicate_key_is_refused_on_the_fast_path_too(tmp_path):
         read_bundled(path)
     assert "duplicate key 'sources' (first at line 1)" in err.value.render()
     assert "line 3" in err.value.render()
+
+
+def test_on_demand_price_in_dollars_is_the_median_of_the_quotes(catalog):
+    """The market price a ways-out accelerator is scaled by (budget/plan.py): the median of the
+    catalog's on-demand quotes in US dollars; reserved and spot quotes are not on demand."""
+    prices = catalog.prices
+    assert prices.on_demand_usd("nvidia_gb200") == 10.5            # one quote
+    assert prices.on_demand_usd("nvidia_h800_sxm") == 3.42         # its reserved CNY quote left out
+    assert prices.on_demand_usd("nvidia_b300") is None             # none quoted
+    quotes = [r for r in prices.rental if r.accelerator == "nvidia_h100_sxm" and r.tier == "on_demand"]
+    assert {r.per_gpu_hour.currency for r in quotes} == {"USD", "CNY"}   # the yuan quote converted
+    assert min(r.per_gpu_hour.value for r in quotes if r.per_gpu_hour.currency == "USD") \
+        < prices.on_demand_usd("nvidia_h100_sxm") < 11.06

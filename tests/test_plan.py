@@ -395,17 +395,27 @@ def test_more_gpus_is_the_fewest_whole_nodes_that_fit(catalog):
 
 
 def test_the_levers_that_do_not_fit_say_so(catalog):
-    """Llama 3 70B pinned to TP 8 × PP 1 without ZeRO on 64 H100: a GB200 (186 GB) holds it and,
-    at the scenario's price per GPU-hour, is cheapest; ZeRO-1 comes second, priced by how much more."""
+    """Llama 3 70B pinned to TP 8 × PP 1 without ZeRO on 64 H100: a GB200 (186 GB) holds it and is
+    cheapest even at its own market price (the scenario's price × the catalog's median on-demand
+    GB200 ÷ H100 price); ZeRO-1 comes second, priced by how much more."""
     data = _scenario("llama3-70b", 64, {"tp": 8, "pp": 1, "zero_stage": 0, "recompute": "none",
                                         "micro_batch_size": 1})
-    assert _refusal(catalog, data).fix == (
+    problem = _refusal(catalog, data)
+    assert problem.fix == (
         "ways out, cheapest first: NVIDIA GB200 NVL72 (per GPU) (hardware.accelerator: nvidia_gb200), the "
         "catalog's smallest memory that fits, at 64 GPUs as TP 8 × PP 1 × DP 8, micro-batch 1, no ZeRO, no "
-        "recomputation, sequence parallel: 69.4 training days, total 422,524 USD at the scenario's prices; "
+        "recomputation, sequence parallel: 69.4 training days, total 872,793 USD at the scenario's price per "
+        "GPU-hour × 2.07 (the catalog's median on-demand prices, 10.50 against 5.07 USD); "
         "ZeRO-1 (parallelism.zero_stage: 1) fits on 64 GPUs as TP 8 × PP 1 × DP 8, micro-batch 1, ZeRO-1, no "
-        "recomputation, sequence parallel: 174.7 training days, total 982,709 USD, 560,186 USD more; "
+        "recomputation, sequence parallel: 174.7 training days, total 982,709 USD, 109,917 USD more; "
         "even full recomputation does not fit; no GPU count that splits the batch fits")
+    # the GB200's total is the plan at that accelerator and the scaled price
+    way = _ways(problem)[0].figures
+    assert way["ratio"] == pytest.approx(catalog.prices.on_demand_usd("nvidia_gb200")
+                                         / catalog.prices.on_demand_usd("nvidia_h100_sxm"))
+    plan = plan_of(with_changes(data, {"hardware.accelerator": "nvidia_gb200",
+                                       "prices.per_gpu_hour": 2.0 * way["ratio"]}), catalog)
+    assert plan.total_cost == pytest.approx(way["total"], rel=1e-9)
     # the 175B case: ZeRO is the only way out, and the others say why not
     assert _refusal(catalog, LEVERS["ZeRO"][0]).fix.endswith(
         "even full recomputation does not fit; no GPU count that splits the batch fits; "
