@@ -16,7 +16,7 @@ from .model import UNCERTAIN
 from .sensitivity import cases, range_figures
 
 TOP_RISKS = 5
-KEY_ASSUMPTIONS = ("gpu_type", "effective_mfu", "price_per_gpu_hour", "train_tokens", "buffer_rate")
+KEY_ASSUMPTIONS = ("gpu_type", "calibrated_mfu", "price_per_gpu_hour", "train_tokens", "buffer_rate")
 
 
 def recommended(values: list) -> int | None:

@@ -765,6 +765,12 @@ def _stage_rows(b: ModelBuilder, targets) -> None:
                _per_row)
 
 
+def _shifted(i: _Inputs, mfu: Expr) -> Expr:
+    """An MFU with a what-if's shift in points (mfu_shift, 0 in the plan), kept within half of it
+    and 100%: an MFU cannot fall to 0 or pass 1."""
+    return IF(i.mfu_shift.eq(0), mfu, MIN(1, MAX(mfu + i.mfu_shift, mfu / 2)))
+
+
 def _stage_figures(b: ModelBuilder, i: _Inputs) -> Expr:
     """Each stage's FLOPs, utilisation, GPU-hours and days; the condition 'the run has stages'.
     A stage's typed MFU is all-in, as Llama 3's Table 4 gives one per configuration; blank, the
@@ -772,8 +778,8 @@ def _stage_figures(b: ModelBuilder, i: _Inputs) -> Expr:
     _stage_rows(b, STAGE_FIGURES)
     b.row_item("stage_train_flops", "FLOP", _per_row(At("stage_tokens_used") * At("stage_model_flops_per_token")))
     b.row_item("stage_mfu_used", "fraction",
-               _per_row(IF(ISNUMBER(At("stage_mfu")), At("stage_mfu"),
-                           At("stage_effective_mfu") * Ref("calibration_factor"))))
+               _per_row(_shifted(i, IF(ISNUMBER(At("stage_mfu")), At("stage_mfu"),
+                                       At("stage_effective_mfu") * Ref("calibration_factor")))))
     b.row_item("stage_gpu_hours", "GPU-h",
                _per_row(At("stage_train_flops") / (Ref("peak_tflops") * At("stage_mfu_used") * i.flops_per_tflop)
                         / 3600))
@@ -990,10 +996,7 @@ def _efficiency(b: ModelBuilder, i: _Inputs) -> None:
     # an HFU or effective TFLOPS keep theirs)
     typed = OR(ISNUMBER(i.mfu), ISNUMBER(i.hfu), ISNUMBER(i.effective_tflops_given))
     fitted = b.item("fitted_model_used", "yes/no", IF(AND(i.efficiency_model.eq("fitted"), NOT(typed)), "yes", "no"))
-    model_mfu = b.item("model_mfu", "fraction", IF(fitted.eq("yes"), r("fitted_mfu"), r("baseline_mfu") * eff))
-    # a what-if's shift in points, kept within (half the MFU, 100%]: an MFU cannot fall to 0 or pass 1
-    b.item("effective_mfu", "fraction",
-           IF(i.mfu_shift.eq(0), model_mfu, MIN(1, MAX(model_mfu + i.mfu_shift, model_mfu / 2))))
+    b.item("effective_mfu", "fraction", IF(fitted.eq("yes"), r("fitted_mfu"), r("baseline_mfu") * eff))
     # the exposed communication the layout's explanation quotes: the model in use's
     b.item("step_comm_share", "fraction of step",
            IF(fitted.eq("yes"), r("fitted_comm_s") / r("fitted_step_s"), r("comm_fraction")))
@@ -1098,7 +1101,7 @@ def _calibration(b: ModelBuilder, i: _Inputs) -> None:
     b.item("pilot_measured_step_s", "s",
            IF(calibrated, flops_per_step / (r("pilot_gpu_count_used") * peak * measured), ""))
     factor = b.item("calibration_factor", "×", IF(calibrated, measured / predicted, 1))
-    mfu = b.item("calibrated_mfu", "fraction", r("effective_mfu") * factor)
+    mfu = b.item("calibrated_mfu", "fraction", _shifted(i, r("effective_mfu") * factor))
     b.item("calibrated_step_s", "s",
            r("model_flops_per_token") * r("global_batch_tokens") / (i.gpu_count * peak * mfu))
 

@@ -35,7 +35,7 @@ FAILURE_ROWS = ("job_mtbi_hours", "expected_interruptions", "checkpoint_full_gb"
                 "gpu_hours_lost", "goodput", "gpu_failure_probability")
 # The total's lines, in the model's order (budget/model.py: COST_LINES, AFTER_SUBTOTAL).
 REPORT_LINES = (*COST_LINES, *AFTER_SUBTOTAL)
-KEY_INPUTS = ("model_params", "train_tokens", "gpu_type", "gpu_count", "effective_mfu", "tp_size", "pp_size",
+KEY_INPUTS = ("model_params", "train_tokens", "gpu_type", "gpu_count", "calibrated_mfu", "tp_size", "pp_size",
               "zero_stage", "recompute", "price_tier", "price_per_gpu_hour", "price_per_gb_month", "buffer_rate",
               "queue_days", "setup_days", "interruption_rate_per_gpu_hour", "storage_write_gb_per_s",
               "start_date")

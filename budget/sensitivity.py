@@ -68,7 +68,7 @@ def _cases(plan) -> list[Case]:
         for end in ("low", "high"):
             factor = f"unc_{key}_{end}"
             if spread == "points":
-                # ± points on the MFU in use (effective_mfu keeps it within half and 100%)
+                # ± points on the MFU in use (calibrated_mfu keeps it within half and 100%)
                 value, formula = v[factor], factor
             else:
                 value, formula = v[target] * v[factor], f"{target}*{factor}"
@@ -149,7 +149,7 @@ def write_sensitivity(w, ws, plan) -> None:
         lo, hi = col_of[(key, "low")], col_of[(key, "high")]
         tr, er = row_of["total_cost"], row_of["project_end"]
         # a shift in points shows the MFU it gives, not the shift
-        shown = "effective_mfu" if spread == "points" else target
+        shown = "calibrated_mfu" if spread == "points" else target
         d = model.inputs[target]
         put_text(ws.cell(r, 1), label)
         put_text(ws.cell(r, 2), shown)
