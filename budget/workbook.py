@@ -813,7 +813,7 @@ class _Writer:
                 self.define("catalog_rows_below", ws, f"$A${last + 1}:${end}${last + BELOW_ROWS}")
                 last += BELOW_ROWS
             row = last + 3
-        self.widths(ws, [17, 22, 8, 8, 7, 7, 9, 9, 7, 7, 8, 10, 8, 7, 7, 7, 18])
+        self.widths(ws, [17, 22, 8, 8, 7, 7, 9, 9, 7, 7, 8, 10, 8, 7, 9, 7, 18])   # O, FP4: 10,000.0
         ws.freeze_panes = "B4"
         self.page_setup(ws, "1:3")
 
