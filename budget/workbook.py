@@ -128,7 +128,9 @@ def number_format(unit: str, kind: str = "number") -> str | None:
         return "#,##0.0"
     if unit in {"flag", "checks", "stage"}:
         return "0"
-    if unit in {"people", "months"} or unit.startswith("FLOP/"):
+    if unit == "months":       # a computed project length is 8.64 months, not 8.641432526
+        return "#,##0.0#"
+    if unit == "people" or unit.startswith("FLOP/"):
         return "General"
     return "#,##0"
 
@@ -942,8 +944,10 @@ class _Writer:
                                                 f'YEAR({letter}{head}),"")',
                              float(year) if changed else "", "0")
             ws.cell(head - 1, col).font = YEAR_FONT
+            ws.cell(head - 1, col).alignment = WEEK_ALIGNMENT    # a number does not spill: 2027 reads upright
             ws.column_dimensions[letter].width = 3.2
         ws.row_dimensions[head].height = 36
+        ws.row_dimensions[head - 1].height = 24
         first, last = get_column_letter(first_col), get_column_letter(first_col + weeks - 1)
         self.define("timeline_week_cells", ws, f"${first}${head}:${last}${head}")
         for n, key in enumerate(TIMELINE_PHASES):
