@@ -130,9 +130,7 @@ def terms_of(values: Mapping, architecture: str) -> tuple[tuple[float, ...], flo
             v["dp_comm_s"] if zero3 else 0.0,
             matmul * short,
             attention * short)
-    fixed = (v["pp_comm_s"] + v["cp_comm_s"] + v["ep_comm_s"] * v["ep_comm_exposed"]
-             + (v["tp_comm_s"] * v["tp_comm_exposed"] if v["tp_size"] > v["scale_up_gpus"] else 0.0))
-    return arch + rest, fixed
+    return arch + rest, v["fitted_fixed_comm_s"]
 
 
 def fit_rows(catalog: Catalog | None = None, rows: Iterable[Mapping] | None = None

@@ -7,6 +7,7 @@ from the installed package) and validates them with the same strictness as scena
 from __future__ import annotations
 
 import datetime as dt
+import statistics
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Literal
@@ -262,13 +263,10 @@ class PriceCatalog:
         """The median on-demand rental price of an accelerator per GPU-hour, in US dollars (the
         catalog's FX rates); None when the catalog quotes none."""
         rate = {c: f.value for c, f in self.fx_per_usd.items()} | {"USD": 1.0}  # i18n: not text
-        quotes = sorted(r.per_gpu_hour.value / rate[r.per_gpu_hour.currency]
-                        for r in self.rental if r.accelerator == acc_id and r.tier == "on_demand"
-                        and r.per_gpu_hour.currency in rate)
-        if not quotes:
-            return None
-        mid = len(quotes) // 2
-        return quotes[mid] if len(quotes) % 2 else (quotes[mid - 1] + quotes[mid]) / 2
+        quotes = [r.per_gpu_hour.value / rate[r.per_gpu_hour.currency]
+                  for r in self.rental if r.accelerator == acc_id and r.tier == "on_demand"
+                  and r.per_gpu_hour.currency in rate]
+        return statistics.median(quotes) if quotes else None
 
     def purchase_for(self, acc_id: str) -> PurchasePrice | None:
         return next((p for p in self.purchase if p.accelerator == acc_id), None)

@@ -1040,11 +1040,13 @@ def _fitted_step_time(b: ModelBuilder, i: _Inputs) -> None:
     attn_factor = b.item("attention_time_factor", "×",
                          i.fitted_attention_factor + i.fitted_attention_immaturity_factor * short)
     exposed = IF(i.zero_stage > 2, i.fitted_zero3_exposed, i.fitted_dp_exposed)
-    # TP all-reduces inside the fast fabric are the width factor's; beyond it (no published row
-    # runs TP over the network) they are exposed at the network's bandwidth
-    comm = b.item("fitted_comm_s", "s",
-                  exposed * r("dp_comm_s") + r("pp_comm_s") + r("cp_comm_s") + r("ep_comm_s") * i.ep_comm_exposed
-                  + IF(i.tp_size > r("scale_up_gpus"), r("tp_comm_s") * i.tp_comm_exposed, 0))
+    # the communication the fit does not scale (budget/calibrate.py reads this item): TP all-reduces
+    # inside the fast fabric are the width factor's; beyond it (no published row runs TP over the
+    # network) they are exposed at the network's bandwidth
+    fixed = b.item("fitted_fixed_comm_s", "s",
+                   r("pp_comm_s") + r("cp_comm_s") + r("ep_comm_s") * i.ep_comm_exposed
+                   + IF(i.tp_size > r("scale_up_gpus"), r("tp_comm_s") * i.tp_comm_exposed, 0))
+    comm = b.item("fitted_comm_s", "s", exposed * r("dp_comm_s") + fixed)
     step = b.item("fitted_step_s", "s",
                   (1 + r("bubble_fraction")) * (matmul_s * factor + attn_s * attn_factor) + comm)
     b.item("fitted_mfu", "fraction",
