@@ -99,9 +99,15 @@ REFERENCE_FIGURES = ("model_params", "layout_label", "dp_size", "model_flops_per
                      "effective_mfu")
 
 
-@lru_cache(maxsize=None)
 def build_model(lang: str = DEFAULT_LANG) -> Model:
     """The model, its texts from the message catalog budget/messages/<lang>.yaml."""
+    return _model_in(lang)
+
+
+@lru_cache(maxsize=None)
+def _model_in(lang: str) -> Model:
+    # one cache key per language: lru_cache alone keys build_model() and build_model("en") apart
+    # and built the English model twice in a run (~50 ms)
     return _build(Messages(lang))
 
 
