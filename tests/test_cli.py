@@ -325,3 +325,24 @@ def test_the_headline_is_in_the_plans_language(catalog):
     assert _headline(zh).startswith("gpt3-175b-h100：512 张 NVIDIA H100 80GB SXM5（")
     assert _headline(zh).endswith("），训练 158.2 天，1,944,444 GPU 小时，总计 5,466,340 USD")
     assert _headline(en, "zh") == _headline(zh)
+
+
+def test_the_command_line_does_not_import_numpy_for_openpyxl(tmp_path):
+    # openpyxl imports numpy only to accept numpy scalars; the CLI refuses that one import (a
+    # third of start-up) and leaves numpy importable afterwards, openpyxl working without it.
+    code = ("import sys; from budget.cli import main; "
+            f"code = main(['-q', '-o', {str(tmp_path)!r}]); "
+            "import openpyxl.compat.numbers as n; "
+            "print(code, 'numpy' in sys.modules, n.NUMPY, "
+            "sum(type(f).__name__ == '_OpenpyxlWithoutNumpy' for f in sys.meta_path)); "
+            "import numpy; print(numpy.ones(2).sum())")
+    run = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.split() == ["0", "False", "False", "0", "2.0"]
+    assert (tmp_path / "gpt3-175b-h100.xlsx").stat().st_size > 0
+
+
+def test_the_model_is_built_once_per_language():
+    from budget.model import build_model
+    assert build_model() is build_model("en")
+    assert build_model("zh") is not build_model("en")
