@@ -348,7 +348,7 @@ def _reserved(paths: list[Path]) -> InputError | None:
 
 
 def package_main(argv: list[str]) -> int:
-    from .cli import _print_error, print_warnings, requested_lang, terminal_safe, write_reporting
+    from .cli import _print_error, fewer_collections, print_warnings, requested_lang, terminal_safe, write_reporting
     from .report import Words
 
     args = parser(requested_lang(argv)).parse_args(argv)
@@ -357,7 +357,8 @@ def package_main(argv: list[str]) -> int:
         _print_error(clash, args.lang)
         return EXIT_BAD_INPUT
     try:
-        plans, outputs = package_outputs(args.scenarios, load_catalog(), args.lang)
+        with fewer_collections():
+            plans, outputs = package_outputs(args.scenarios, load_catalog(), args.lang)
     except InputError as err:
         _print_error(err, args.lang)
         return EXIT_BAD_INPUT

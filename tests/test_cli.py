@@ -346,3 +346,10 @@ def test_the_model_is_built_once_per_language():
     from budget.model import build_model
     assert build_model() is build_model("en")
     assert build_model("zh") is not build_model("en")
+
+
+def test_a_run_leaves_the_garbage_collector_as_it_was(tmp_path):
+    import gc
+    before = gc.get_threshold(), gc.get_freeze_count()
+    assert main(["-q", "-o", str(tmp_path)]) == 0
+    assert (gc.get_threshold(), gc.get_freeze_count()) == before
