@@ -135,12 +135,14 @@ class Bin(Expr):
         self.right._collect(out)
 
     def _wrap(self, child: Expr, text: str, right: bool) -> str:
+        return f"({text})" if self._parenthesised(child, right) else text
+
+    def _parenthesised(self, child: Expr, right: bool) -> bool:
         p = self.precedence
         if child.precedence < p or (right and child.precedence == p and self.op in _NON_ASSOCIATIVE):
-            return f"({text})"
-        if self.op == "^" and isinstance(child, Bin):
-            return f"({text})"  # Excel's ^ is left-associative, Python's right: never rely on it
-        return text
+            return True
+        # Excel's ^ is left-associative, Python's right: never rely on it
+        return self.op == "^" and isinstance(child, Bin)
 
     def excel(self, resolve=str):
         left = self._wrap(self.left, self.left.excel(resolve), False)
@@ -338,6 +340,15 @@ _E48 = 2.0 ** -48  # rtl::math::approxEqual, which LibreOffice's comparisons use
 
 
 def _approx_equal(a, b) -> bool:
+    kind = type(a)
+    if kind is type(b):     # the common cases first, exactly as the general rule below decides them
+        if kind is float:
+            if a == b:
+                return True
+            x, y = abs(a), abs(b)
+            return abs(a - b) < (y if y > x else x) * _E48      # max(x, y), as max() picks it
+        if kind is str:
+            return a == b or a.lower() == b.lower()
     if a is None or b is None:   # a blank cell equals 0 or "", as in a spreadsheet
         a = ("" if isinstance(b, str) else 0.0) if a is None else a
         b = ("" if isinstance(a, str) else 0.0) if b is None else b
@@ -348,13 +359,54 @@ def _approx_equal(a, b) -> bool:
     return abs(a - b) < max(abs(a), abs(b)) * _E48
 
 
-def _eq(a, b): return _approx_equal(a, b)
+# The comparisons: floats take a fast path that gives what the general form gives (a > b implies
+# a != b; without it `not approx and a > b` is False whatever approx is).
+_eq = _approx_equal
+
+
 def _ne(a, b): return not _approx_equal(a, b)
-def _lt(a, b): return not _approx_equal(a, b) and a < b
-def _le(a, b): return _approx_equal(a, b) or a < b
-def _gt(a, b): return not _approx_equal(a, b) and a > b
-def _ge(a, b): return _approx_equal(a, b) or a > b
-def _cat(a, b): return f"{_text(a)}{_text(b)}"
+
+
+def _lt(a, b):
+    if type(a) is float and type(b) is float:
+        if a < b:
+            x, y = abs(a), abs(b)
+            return not abs(a - b) < (y if y > x else x) * _E48
+        return False
+    return not _approx_equal(a, b) and a < b
+
+
+def _le(a, b):
+    if type(a) is float and type(b) is float:
+        if a <= b:
+            return True
+        x, y = abs(a), abs(b)
+        return abs(a - b) < (y if y > x else x) * _E48
+    return _approx_equal(a, b) or a < b
+
+
+def _gt(a, b):
+    if type(a) is float and type(b) is float:
+        if a > b:
+            x, y = abs(a), abs(b)
+            return not abs(a - b) < (y if y > x else x) * _E48
+        return False
+    return not _approx_equal(a, b) and a > b
+
+
+def _ge(a, b):
+    if type(a) is float and type(b) is float:
+        if a >= b:
+            return True
+        x, y = abs(a), abs(b)
+        return abs(a - b) < (y if y > x else x) * _E48
+    return _approx_equal(a, b) or a > b
+
+
+def _cat(a, b):
+    if type(a) is str and type(b) is str:
+        return a + b
+    return f"{_text(a)}{_text(b)}"
 
 
 def _text(x) -> str:
@@ -390,8 +442,21 @@ def _flat(xs):
             yield x
 
 
-def _max(*xs): return max(_flat(xs), default=0.0)
-def _min(*xs): return min(_flat(xs), default=0.0)
+def _max(*xs):
+    if len(xs) == 2:
+        a, b = xs
+        if type(a) is float and type(b) is float:
+            return b if b > a else a        # max() keeps the first of equals
+    return max(_flat(xs), default=0.0)
+
+
+def _min(*xs):
+    if len(xs) == 2:
+        a, b = xs
+        if type(a) is float and type(b) is float:
+            return b if b < a else a
+    return min(_flat(xs), default=0.0)
+
 def _sum(*xs): return float(sum(_flat(xs)))
 def _columns(x): return float(len(x))
 
@@ -413,7 +478,10 @@ def _date(y, m, d):
     return float((first - datetime.date(1899, 12, 30)).days)
 
 
-def _isnumber(x): return isinstance(x, (int, float)) and not isinstance(x, bool)
+def _isnumber(x):
+    if type(x) is float:
+        return True
+    return x is not None and isinstance(x, (int, float)) and not isinstance(x, bool)
 def _sqrt(x): return math.sqrt(x)
 def _exp(x):
     try:
@@ -481,3 +549,301 @@ def compile_items(items: Iterable[tuple[str, Expr]]) -> Callable[[dict, Mapping]
 # source -> its compiled function: the functions are pure (they read their two arguments and
 # the runtime above, and write only into the dict they are given), so one serves every caller
 _COMPILED: dict[str, Callable[[dict, Mapping], dict]] = {}
+
+
+# --- specialised compilation: the same items evaluated many times over a few changing inputs ---
+# The layout search evaluates the layout-dependent items for ~1,500 layouts per GPU count. Most
+# of each formula reads inputs that do not change between those calls: `Specializer` computes
+# such parts once per set of fixed values (`bind`), keeps only the branch of an IF whose
+# condition is fixed, and remembers the items that depend on a few of the changing inputs
+# (those of the recomputation mode alone, say) under their values. The Python expressions are
+# those `Expr.python` writes, parts of them replaced by names holding the values they had: the
+# numbers are the same. Whatever raises is evaluated as it is written: where a part raises at
+# `bind` it stays in the function, and a caller that sees any exception runs the plain function
+# (`compile_items`) instead, which raises what it always did.
+
+_FAILED = type("_Failed", (), {"__repr__": lambda self: "FAILED"})()  # i18n: not text
+_SPECIALIZED: dict[str, Callable] = {}
+_MAX_SPECIALIZATIONS = 256     # per Specializer: distinct sets of fixed conditions seen
+
+
+class _Unsupported(Exception):
+    """An expression node the specialising renderer does not know: use the plain function."""
+
+
+class _Render:
+    """Python source for the items, as `Expr.python` writes it, with parts fixed by `outcome`
+    (one entry per probe: _FAILED, a condition's truth, or None for a value held in H[i]).
+    Without an outcome it collects the probes: the fixed parts, in a traversal order that does
+    not depend on the outcome (branches not taken are still walked, `dead`)."""
+
+    def __init__(self, spec: "Specializer", outcome: tuple | None):
+        self.spec, self.outcome = spec, outcome
+        self.probes: list[tuple[str, bool]] = []
+        self.count = 0
+        self.dead = 0           # inside a branch that is never taken: nothing is used
+        self.plain = 0          # inside a part that failed to be fixed: written as it is
+        self.names: dict[str, str] = {}
+        self.used: dict[str, None] = {}      # names read by live code, in first-use order
+        self.hoisted: dict[int, None] = {}   # probes read by live code
+        self.refs: set[str] = set()          # names read by the current item's live code
+
+    def ident(self, name: str) -> str:
+        found = self.names.get(name)
+        if found is None:
+            found = self.names[name] = f"n{len(self.names)}"
+        return found
+
+    def ref(self, name: str) -> str:
+        if not self.dead:
+            self.used[name] = None
+            self.refs.add(name)
+        return self.ident(name)
+
+    def probe(self, e: Expr, test: bool):
+        """The probe's outcome (_FAILED while collecting) and its index."""
+        i = self.count
+        self.count += 1
+        if self.outcome is None:
+            self.probes.append((e.python(), test))
+            return _FAILED, i
+        return self.outcome[i], i
+
+    def inline(self, e: Expr) -> str:
+        self.plain += 1
+        try:
+            return self.r(e, True)
+        finally:
+            self.plain -= 1
+
+    def walk_dead(self, e: Expr, sub: bool = True) -> None:
+        self.dead += 1
+        try:
+            self.r(e, sub)
+        finally:
+            self.dead -= 1
+
+    def fixed(self, e: Expr) -> bool:
+        return not self.plain and self.spec.invariant(e)
+
+    def r(self, e: Expr, sub: bool) -> str:
+        kind = type(e)
+        if kind is Num or kind is Text:
+            return e.python()
+        if kind is Ref:
+            return self.ref(e.name)
+        if sub and self.fixed(e):
+            state, i = self.probe(e, False)
+            if state is _FAILED:
+                return self.inline(e)
+            if not self.dead:
+                self.hoisted[i] = None
+            return f"h{i}"
+        if kind is Bin:
+            return self.binary(e, sub)
+        if kind is Call:
+            if e.fn == "IF":
+                return self.condition(e)
+            if e.fn in ("AND", "OR"):
+                return self.logical(e)
+            return f"_{e.fn.lower()}(" + ", ".join(self.r(a, True) for a in e.args) + ")"
+        if kind is Lookup:
+            return f"_lookup(T, {e.table!r}, {e.column!r}, {self.r(e.key, True)})"  # i18n: not text
+        if kind is Blanks:
+            return f"_blanks({self.r(e.range, True)})"
+        if kind is At:
+            return f"_at({self.ref(e.name)}, _k)"
+        if kind is UpTo:
+            return f"{self.ref(e.name)}[:_k + 1]"
+        if kind is PerRow:
+            return f"tuple(({self.r(e.expr, True)}) for _k in range(len({self.ref(e.rows)})))"  # i18n: not text
+        raise _Unsupported(kind.__name__)
+
+    def binary(self, e: Bin, sub: bool) -> str:
+        if e.op in _COMPARE_FN:
+            return f"{_COMPARE_FN[e.op]}({self.r(e.left, True)}, {self.r(e.right, True)})"
+        if e.op == "&":
+            return f"_cat({self.r(e.left, True)}, {self.r(e.right, True)})"
+        # Which children are whole Python subexpressions of the text `Bin.python` writes: a
+        # parenthesised one, one that binds tighter, and a left one of equal precedence where
+        # the parent is one (Python reads a + b - c as (a + b) - c, so the Expr a + (b - c),
+        # written without parentheses, has no node b - c).
+        p = e.precedence
+        left_wrapped, right_wrapped = e._parenthesised(e.left, False), e._parenthesised(e.right, True)
+        left = self.r(e.left, left_wrapped or e.left.precedence > p or sub)
+        right = self.r(e.right, right_wrapped or e.right.precedence > p)
+        op = "**" if e.op == "^" else e.op
+        return f"{f'({left})' if left_wrapped else left} {op} {f'({right})' if right_wrapped else right}"
+
+    def condition(self, e: Call) -> str:
+        test, yes, no = e.args
+        if self.fixed(test):
+            state, _i = self.probe(test, True)
+            if state is not _FAILED:        # keep the branch taken; walk the other one dead
+                if state:
+                    text = self.r(yes, True)
+                    self.walk_dead(no)
+                else:
+                    self.walk_dead(yes)
+                    text = self.r(no, True)
+                return f"({text})"
+            test_text = self.inline(test)
+        else:
+            test_text = self.r(test, True)
+        return f"({self.r(yes, True)} if {test_text} else {self.r(no, True)})"  # i18n: not text
+
+    def logical(self, e: Call) -> str:
+        """AND / OR: fixed operands that do not decide are left out, one that decides ends it
+        (the operands before it still run: they may raise)."""
+        decides = e.fn == "OR"      # AND stops at a False operand, OR at a True one
+        parts, decided = [], False
+        for a in e.args:
+            if decided:
+                self.walk_dead(a)
+                continue
+            if self.fixed(a):
+                state, _i = self.probe(a, True)
+                if state is _FAILED:
+                    parts.append(f"bool({self.inline(a)})")
+                elif state == decides:
+                    parts.append(repr(decides))
+                    decided = True
+                continue
+            parts.append(f"bool({self.r(a, True)})")
+        if not parts:
+            parts.append(repr(not decides))
+        return "(" + f" {e.fn.lower()} ".join(parts) + ")"
+
+
+class Specializer:
+    """`items` ((name, expr) in dependency order) compiled for many calls in which only `args`
+    change. `bind(values, tables)` returns run(*args) -> the `outputs` as a tuple, computed
+    over `values` (every other name's value) and those args, or None where it cannot (then
+    use `compile_items`). `steady` args change seldom (a GPU count held through a search): an
+    item that depends on every other arg is not remembered. Args must not be -0.0 or NaN
+    (they are remembered by value, and -0.0 == 0.0)."""
+
+    def __init__(self, items: Iterable[tuple[str, Expr]], args: Iterable[str], outputs: Iterable[str],
+                 steady: Iterable[str] = ()):
+        self.items = list(items)
+        self.args, self.outputs, self.steady = tuple(args), tuple(outputs), frozenset(steady)
+        self.varying = set(self.args) | {name for name, _ in self.items}
+        self._invariant: dict[int, bool] = {}
+        self._made: dict[tuple, Callable | None] = {}
+        try:
+            render = _Render(self, None)
+            for _name, expr in self.items:
+                render.r(expr, True)
+        except _Unsupported:
+            self._probe = None
+            return
+        self.tests = tuple(test for _text, test in render.probes)
+        self._probe = _compile_cached(_probe_source(render.probes), "_probe")
+
+    def invariant(self, e: Expr) -> bool:
+        """No changing name inside and no row index: the same value at every call of a bind."""
+        key = id(e)
+        found = self._invariant.get(key)
+        if found is None:
+            kind = type(e)
+            if kind is Num or kind is Text:
+                found = True
+            elif kind is Ref:
+                found = e.name not in self.varying
+            elif kind is Bin:
+                found = self.invariant(e.left) and self.invariant(e.right)
+            elif kind is Call:
+                found = all(self.invariant(a) for a in e.args)
+            elif kind is Lookup:
+                found = self.invariant(e.key)
+            elif kind is Blanks:
+                found = self.invariant(e.range)
+            else:                   # At, UpTo, PerRow: the row index changes
+                found = False
+            self._invariant[key] = found
+        return found
+
+    def bind(self, values: Mapping, tables: Mapping) -> Callable | None:
+        if self._probe is None:
+            return None
+        held = self._probe(values, tables)
+        try:
+            outcome = tuple(_FAILED if x is _FAILED else (bool(x) if test else None)
+                            for x, test in zip(held, self.tests))
+        except Exception:
+            return None
+        if outcome not in self._made:
+            if len(self._made) >= _MAX_SPECIALIZATIONS:
+                self._made.clear()
+            try:
+                self._made[outcome] = _compile_cached(self._source(outcome), "_make")
+            except _Unsupported:
+                self._made[outcome] = None
+        make = self._made[outcome]
+        if make is None:
+            return None
+        try:
+            return make(values, tables, held)
+        except Exception:   # a missing name, an item that raises whatever the args: the plain way
+            return None
+
+    def _source(self, outcome: tuple) -> str:
+        render = _Render(self, outcome)
+        for name in self.args:
+            render.ident(name)
+        texts, deps = [], {}
+        for name, expr in self.items:
+            render.refs = set()
+            texts.append(render.r(expr, True))
+            deps[name] = frozenset().union(*({n} if n in self.args else deps.get(n, ()) for n in render.refs))
+        outputs = [render.ref(name) for name in self.outputs]
+        every = set(self.args)
+        groups: dict[frozenset, list[int]] = {}
+        for i, (name, _expr) in enumerate(self.items):
+            groups.setdefault(deps[name], []).append(i)
+        # a group's items read only groups of fewer args (or their own, earlier): fewer first
+        order = sorted(groups.items(), key=lambda g: (len(g[0]), g[1][0]))
+        made = [name for name in render.used if name not in self.varying]
+        lines = ["def _make(v, T, H):"]  # i18n: not text
+        lines += [f"    {render.ident(name)} = v[{name!r}]" for name in made]
+        lines += [f"    h{i} = H[{i}]" for i in sorted(render.hoisted)]
+        body = []
+        for n, (group, members) in enumerate(order):
+            assign = [f"{render.ident(self.items[i][0])} = {texts[i]}" for i in members]
+            if not group:                   # the same at every call: computed once, here
+                lines += ["    " + a for a in assign]
+            elif group | self.steady >= every:
+                body += ["        " + a for a in assign]
+            else:
+                lines.append(f"    C{n} = {{}}")
+                names = ", ".join(render.ident(self.items[i][0]) for i in members) + ","
+                key = ", ".join(render.ident(a) for a in self.args if a in group)
+                body += [f"        k = ({key}{',' if len(group) == 1 else ''})",  # i18n: not text
+                         f"        c = C{n}.get(k)", "        if c is None:"]
+                body += ["            " + a for a in assign]
+                body += [f"            C{n}[k] = ({names})", "        else:", f"            {names} = c"]  # i18n: not text
+        lines.append(f"    def _run({', '.join(render.ident(a) for a in self.args)}):")  # i18n: not text
+        lines += body
+        lines.append(f"        return ({', '.join(outputs)},)")  # i18n: not text
+        lines.append("    return _run")  # i18n: not text
+        return "\n".join(lines)
+
+
+def _probe_source(probes: list[tuple[str, bool]]) -> str:
+    lines = ["def _probe(v, T):", "    out = []"]  # i18n: not text
+    for text, _test in probes:
+        lines += ["    try:", f"        out.append({text})",  # i18n: not text
+                  "    except Exception:", "        out.append(_FAILED)"]
+    lines.append("    return out")  # i18n: not text
+    return "\n".join(lines)
+
+
+def _compile_cached(source: str, name: str) -> Callable:
+    compiled = _SPECIALIZED.get(source)
+    if compiled is None:
+        namespace = dict(_RUNTIME, _FAILED=_FAILED)
+        exec(compile(source, "<trainbudget specialised>", "exec"), namespace)  # i18n: not text
+        if len(_SPECIALIZED) >= 1024:
+            _SPECIALIZED.clear()
+        compiled = _SPECIALIZED[source] = namespace[name]
+    return compiled

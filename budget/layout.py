@@ -237,41 +237,86 @@ def _divisors(n: int) -> list[int]:
     return small + [n // d for d in reversed(small) if d * d != n]
 
 
+# The search's changing inputs, in the order the specialised model takes them: the layout, then
+# the GPU count (held through one search, so an item that depends on all of the layout is not
+# worth remembering).
+SEARCH_ARGS = (*LAYOUT_INPUTS, "gpu_count")
+_FITS = RANKED_OUTPUTS.index("check_memory_fits")
+
+
 class Evaluator:
-    """Runs the model's layout-dependent formulas for one layout at a time."""
+    """Runs the model's layout-dependent formulas for one layout at a time.
+
+    The formulas run specialised to this evaluator's fixed inputs (budget.formula.Specializer):
+    the same numbers as the plain compiled function `run`, which runs instead wherever the
+    specialised one cannot (and then raises what it raises)."""
 
     def __init__(self, model: Model, inputs: Mapping[str, object], tables: Mapping,
                  run: Callable | None = None, memory_run: Callable | None = None):
         self.model, self.inputs, self.tables = model, dict(inputs), tables
         self.base = model.evaluate(inputs, tables)
-        self.run: Callable = run or model.dependents({*LAYOUT_INPUTS, "gpu_count"}, RANKED_OUTPUTS)
+        self._run = run
         self.memory_run = memory_run    # the memory check alone, compiled when first asked
+        self._fast = None               # the specialised run: None until bound, False if none
         self.calls = 0
         self.lang = model.lang          # the language the search explains itself in
 
+    @property
+    def run(self) -> Callable:
+        """The plain compiled function: (environment, tables) -> environment with the outputs."""
+        if self._run is None:
+            self._run = self.model.dependents(set(SEARCH_ARGS), RANKED_OUTPUTS)
+        return self._run
+
     def changed(self, **inputs) -> "Evaluator":
         """The same model and search at other input values (a batch, an accelerator)."""
-        return Evaluator(self.model, {**self.inputs, **inputs}, self.tables, self.run, self.memory_run)
+        return Evaluator(self.model, {**self.inputs, **inputs}, self.tables, self._run, self.memory_run)
+
+    def _specialised(self):
+        if self._fast is None:
+            spec = self.model.specialized(SEARCH_ARGS, RANKED_OUTPUTS, ("gpu_count",))
+            self._fast = spec.bind(self.base, self.tables) or False
+        return self._fast
+
+    def _outputs(self, layout: Layout, gpu_count: int) -> tuple | None:
+        """The RANKED_OUTPUTS, specialised; None where the plain function must run."""
+        fast = self._fast if self._fast is not None else self._specialised()
+        if not fast:
+            return None
+        try:
+            return fast(float(layout.tp), float(layout.pp), float(layout.micro_batch), float(layout.zero_stage),
+                        layout.recompute, layout.sequence_parallel, float(layout.cp), float(layout.ep),
+                        float(gpu_count))
+        except Exception:   # the plain function raises what it raises, in its own order
+            return None
+
+    def _environment(self, layout: Layout, gpu_count: int) -> dict:
+        env = dict(self.base)
+        env.update(layout.as_inputs())
+        env["gpu_count"] = float(gpu_count)
+        return env
 
     def any_fits(self, space: "Space", gpu_count: int) -> bool:
         """Whether some layout of the space fits in memory at `gpu_count`: the model's memory
         check alone, stopping at the first layout that fits (the ways out probe counts this way)."""
-        if self.memory_run is None:
-            self.memory_run = self.model.dependents({*LAYOUT_INPUTS, "gpu_count"}, ("check_memory_fits",))
         for layout in space.options(gpu_count):
-            env = dict(self.base)
-            env.update(layout.as_inputs())
-            env["gpu_count"] = float(gpu_count)
-            if self.memory_run(env, self.tables)["check_memory_fits"] == 0:
+            out = self._outputs(layout, gpu_count)
+            if out is not None:
+                fits = out[_FITS]
+            else:
+                if self.memory_run is None:
+                    self.memory_run = self.model.dependents(set(SEARCH_ARGS), ("check_memory_fits",))
+                fits = self.memory_run(self._environment(layout, gpu_count), self.tables)["check_memory_fits"]
+            if fits == 0:
                 return True
         return False
 
     def __call__(self, layout: Layout, gpu_count: int) -> Candidate:
         self.calls += 1
-        env = dict(self.base)
-        env.update(layout.as_inputs())
-        env["gpu_count"] = float(gpu_count)
-        values = self.run(env, self.tables)
+        out = self._outputs(layout, gpu_count)
+        if out is not None:
+            return Candidate(layout, dict(zip(RANKED_OUTPUTS, out)))
+        values = self.run(self._environment(layout, gpu_count), self.tables)
         return Candidate(layout, {k: values[k] for k in RANKED_OUTPUTS})
 
 

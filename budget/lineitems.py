@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Callable, Mapping
 
-from .formula import IF, ISERROR, Expr, Ref, compile_items, lift
+from .formula import IF, ISERROR, Expr, Ref, Specializer, compile_items, lift
 
 # Excel rejects defined names that look like cell references (A1, XFD1048576, R1C1) or the
 # booleans; openpyxl and LibreOffice accept them silently, so we check ourselves.
@@ -125,6 +125,10 @@ class Model:
 
     def affected_by(self, inputs: set[str]) -> list[str]:
         """Items whose value changes when any of `inputs` changes, in model order."""
+        inputs = frozenset(inputs)
+        return list(self._memo(("affected_by", inputs), lambda: self._affected_by(inputs)))
+
+    def _affected_by(self, inputs: frozenset) -> list[str]:
         changed = set(inputs)
         out = []
         for item in self.items.values():
@@ -135,6 +139,10 @@ class Model:
 
     def closure(self, outputs) -> set[str]:
         """The items `outputs` need, themselves included."""
+        outputs = tuple(outputs)
+        return set(self._memo(("closure", outputs), lambda: self._closure(outputs)))
+
+    def _closure(self, outputs: tuple) -> set[str]:
         needed: set[str] = set()
         stack = list(outputs)
         while stack:
@@ -148,9 +156,32 @@ class Model:
     def dependents(self, inputs: set[str], outputs) -> Callable[[dict, Mapping], dict]:
         """A compiled function that recomputes, from an already evaluated environment, the
         items of `outputs` (and their dependencies) that `inputs` affect."""
+        inputs, outputs = frozenset(inputs), tuple(outputs)
+        return self._memo(("dependents", inputs, outputs),
+                          lambda: compile_items(self._rerun(inputs, outputs)))
+
+    def specialized(self, inputs, outputs, steady=()) -> Specializer:
+        """The items `dependents` recomputes, compiled for many calls over `inputs` alone
+        (budget.formula.Specializer): `.bind(values, tables)` gives run(*inputs) -> outputs."""
+        inputs, outputs, steady = tuple(inputs), tuple(outputs), tuple(steady)
+        return self._memo(("specialized", inputs, outputs, steady),
+                          lambda: Specializer(self._rerun(inputs, outputs), inputs, outputs, steady))
+
+    def _rerun(self, inputs, outputs) -> list[tuple[str, Expr]]:
         needed = self.closure(outputs)
-        rerun = [n for n in self.affected_by(inputs) if n in needed]
-        return compile_items((n, self.items[n].expr) for n in rerun)
+        return [(n, self.items[n].expr) for n in self.affected_by(inputs) if n in needed]
+
+    def _memo(self, key: tuple, compute: Callable):
+        """compute(), kept per model while its items are the same (a model is built once per
+        language, then planned with many times; while it is built, this computes afresh)."""
+        cache = self.__dict__.setdefault("_memo_cache", {})
+        items = tuple(self.items.values())
+        found = cache.get(key)
+        if found is not None and found[0] == items:
+            return found[1]
+        value = compute()
+        cache[key] = (items, value)
+        return value
 
     def layout_inputs(self) -> list[InputDef]:
         """The layout dimensions the search chooses (TP, PP, micro-batch, ZeRO, ...), in order."""

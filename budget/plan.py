@@ -238,9 +238,7 @@ def build_plan(s: Scenario, catalog: Catalog, scenario_id: str = "scenario",
             Msg("plan.problems.never_ends.message", mtbi=values["job_mtbi_hours"],
                 loss=values["loss_per_interruption_hours"]),
             Msg("plan.problems.never_ends.fix"))], s.language)
-    candidates = tuple(
-        MappingProxyType(model.evaluate({**_values(inputs), **c.layout.as_inputs()}, lookups))
-        for c in layout.candidates)
+    candidates = _candidate_values(model, _values(inputs), values, lookups, layout.candidates)
     _check_displayable(model, s, values, candidates, file)
     return Plan(s, scenario_id, MappingProxyType(inputs), MappingProxyType(values),
                 MappingProxyType(tables), tuple(_warnings(model, values)), layout, candidates, model)
@@ -574,7 +572,7 @@ def _larger_accelerator(s: Scenario, catalog: Catalog, inputs: Mapping[str, Inpu
                 price = changed.get(name)
                 if price is not None and isinstance(price.value, (int, float)):
                     changed[name] = replace(price, value=price.value * alt_price / own_price)
-        _m, _p, _b, ev, space = _search_setup(other, catalog, changed, lookups, evaluate.run)
+        _m, _p, _b, ev, space = _search_setup(other, catalog, changed, lookups)
         result = _lever_result(other, ev, space)
         if result is not None:
             return acc, result, prices
@@ -613,11 +611,30 @@ def _item_problem(model: Model, name: str, kind: str):
 MAX_PROJECT_DAYS = 36_525   # a century: dates stay displayable, the week grid fits a sheet
 
 
+def _candidate_values(model: Model, inputs: dict, values: dict, lookups: Mapping,
+                      candidates) -> tuple[Mapping[str, object], ...]:
+    """Every model value at each candidate's layout: the model evaluated over `inputs` with the
+    layout's, which is `values` (the model over `inputs`) with the items the layout affects
+    evaluated anew, in the model's order (the same numbers, the same order of names)."""
+    layouts = [c.layout.as_inputs() for c in candidates]
+    if any(name not in inputs for layout in layouts for name in layout):
+        return tuple(MappingProxyType(model.evaluate({**inputs, **layout}, lookups)) for layout in layouts)
+    rerun = model.dependents(set(LAYOUT_INPUTS), tuple(model.items))
+    return tuple(MappingProxyType(rerun({**values, **layout}, lookups)) for layout in layouts)
+
+
 def _check_displayable(model, s: Scenario, values: Mapping, candidates, file: str) -> None:
     """Every figure the workbook shows is a finite number, and the project ends within a
     century: the schema's bounds keep each input plausible, this keeps their combination so."""
-    for table in (values, *candidates):
-        for name, value in table.items():
+    for name, value in values.items():
+        if isinstance(value, float) and not math.isfinite(value):
+            raise ScenarioError(file, [_item_problem(model, name, "not_finite")], s.language)
+    # a candidate's other figures are those of `values`, checked above
+    changed = set(LAYOUT_INPUTS).union(model.affected_by(set(LAYOUT_INPUTS))) if candidates else ()
+    names = [name for name in candidates[0] if name in changed] if candidates else ()
+    for table in candidates:
+        for name in (names if table.keys() == candidates[0].keys() else table):
+            value = table[name]
             if isinstance(value, float) and not math.isfinite(value):
                 raise ScenarioError(file, [_item_problem(model, name, "not_finite")], s.language)
     days = values["project_days"]

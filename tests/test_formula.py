@@ -60,3 +60,176 @@ def test_lookup_and_sumproduct():
 def test_arithmetic_matches_python(a, b, c):
     expr = (Ref("a") + Ref("b")) * Ref("c") / Ref("b") - Ref("a") / (Ref("b") * Ref("c"))
     assert _eval(expr, a=a, b=b, c=c) == pytest.approx((a + b) * c / b - a / (b * c))
+
+
+# --- the runtime's fast paths give what the general rules give -------------------------------
+
+def _reference_approx_equal(a, b):
+    """The comparison as first written (before the float and text fast paths)."""
+    if a is None or b is None:
+        a = ("" if isinstance(b, str) else 0.0) if a is None else a
+        b = ("" if isinstance(a, str) else 0.0) if b is None else b
+    if a == b:
+        return True
+    if isinstance(a, str) or isinstance(b, str):
+        return str(a).lower() == str(b).lower()
+    return abs(a - b) < max(abs(a), abs(b)) * 2.0 ** -48
+
+
+_REFERENCE = {
+    "_eq": _reference_approx_equal,
+    "_ne": lambda a, b: not _reference_approx_equal(a, b),
+    "_lt": lambda a, b: not _reference_approx_equal(a, b) and a < b,
+    "_le": lambda a, b: _reference_approx_equal(a, b) or a < b,
+    "_gt": lambda a, b: not _reference_approx_equal(a, b) and a > b,
+    "_ge": lambda a, b: _reference_approx_equal(a, b) or a > b,
+}
+
+_SPECIAL = [0.0, -0.0, 1.0, -1.0, 1.0 + 2 ** -50, 1.0 + 2 ** -40, 3.0, 1e308, -1e308, 5e-324,
+            float("inf"), float("-inf"), float("nan"), None, "", "a", "A", "yes", "YES", "1", "1.0",
+            "true", "inf", True, False, 0, 1, 3]
+_values = st.one_of(st.sampled_from(_SPECIAL), st.floats(allow_nan=True, allow_infinity=True),
+                    st.integers(-5, 5), st.text(max_size=3))
+
+
+def _outcome(f, *args):
+    try:
+        return ("value", type(r := f(*args)), r)
+    except Exception as err:        # the same exception type, or none at all
+        return ("raises", type(err))
+
+
+def _same(x, y):
+    # values by type and repr, so that nan, -0.0 and True/1 count as what they are
+    return x[:2] == y[:2] and (len(x) == 2 or repr(x[2]) == repr(y[2]))
+
+
+@pytest.mark.parametrize("name", sorted(_REFERENCE))
+@given(a=_values, b=_values)
+def test_comparisons_fast_paths_match_the_general_rule(name, a, b):
+    import budget.formula as f
+    assert _same(_outcome(getattr(f, name), a, b), _outcome(_REFERENCE[name], a, b))
+
+
+@given(a=_values, b=_values)
+def test_near_equal_floats_compare_equal_both_ways(a, b):
+    from budget.formula import _approx_equal
+    assert _approx_equal(a, b) == _reference_approx_equal(a, b)
+
+
+@pytest.mark.parametrize("a, b, equal", [
+    (1.0, 1.0 + 2 ** -50, True), (1.0, 1.0 + 2 ** -40, False), (0.0, -0.0, True),
+    (float("nan"), float("nan"), False), (float("inf"), float("inf"), True), (None, 0.0, True),
+    (None, "", True), ("Full", "full", True), (True, "TRUE", True), (1.0, "1.0", True), (None, None, True)])
+def test_tricky_equalities(a, b, equal):
+    from budget.formula import _approx_equal, _eq
+    assert _approx_equal(a, b) is equal and _eq(a, b) is equal
+
+
+@given(xs=st.lists(st.one_of(st.floats(allow_nan=True), st.integers(-3, 3), st.none(), st.just("")),
+                   min_size=0, max_size=3).map(tuple))
+def test_max_min_isnumber_and_cat_match_the_general_rule(xs):
+    import budget.formula as f
+    for fn, builtin in ((f._max, max), (f._min, min)):
+        def reference(*ys, builtin=builtin):
+            return builtin(f._flat(ys), default=0.0)
+        assert _same(_outcome(fn, *xs), _outcome(reference, *xs))
+        assert _same(_outcome(fn, xs, *xs), _outcome(reference, xs, *xs))
+    for x in (*xs, True, "1", 2):
+        assert f._isnumber(x) is (isinstance(x, (int, float)) and not isinstance(x, bool))
+    for a in (*xs, "x", True):
+        for b in ("y", 2.0, a):
+            assert f._cat(a, b) == f"{f._text(a)}{f._text(b)}"
+
+
+# --- Specializer: the same numbers as the plain compiled function ----------------------------
+
+def _plain(items, values, tables, outputs):
+    env = compile_items(items)(dict(values), tables)
+    return tuple(env[o] for o in outputs)
+
+
+def _specialised(items, args, outputs, values, tables, calls, steady=()):
+    """Each call's outputs, from the specialised function (or the plain one where bind says
+    it cannot), beside the plain function's; the plain one's exceptions as (type,)."""
+    from budget.formula import Specializer
+    spec = Specializer(items, args, outputs, steady)
+    run = spec.bind(values, tables)
+    got, want = [], []
+    for call in calls:
+        env = {**values, **dict(zip(args, call))}
+        want.append(_outcome(_plain, items, env, tables, outputs))
+        got.append(_outcome(run, *call) if run else want[-1])
+    return run, got, want
+
+
+def test_specialised_keeps_pythons_grouping_of_unparenthesised_sums():
+    # x + (b - c) is written "x + b - c", which Python reads as (x + b) - c; b - c is fixed, but
+    # computing it apart would change the last bits
+    a, b, c, x = Ref("a"), Ref("b"), Ref("c"), Ref("x")
+    items = [("out", x + (b - c)), ("prod", x * (b * c)), ("mixed", (b * c) * x + (b / c - a)),
+             ("nested", x + ((b + c) - a))]     # "x + b + c - a": no node b + c either
+    values = {"a": 0.1, "b": 0.2, "c": 0.3, "x": 3.0}
+    calls = [(0.1,), (3.0,), (1e-17,), (7.3,)]
+    assert (0.1 + 0.2) - 0.3 != 0.1 + (0.2 - 0.3) and (0.1 * 0.2) * 0.3 != 0.1 * (0.2 * 0.3)
+    run, got, want = _specialised(items, ["x"], ["out", "prod", "mixed", "nested"], values, {}, calls)
+    assert run is not None and all(w[0] == "value" for w in want)
+    assert all(_same(g, w) for g, w in zip(got, want)), (got, want)
+
+
+def test_specialised_folds_fixed_conditions_and_keeps_what_raises():
+    from budget.formula import AND, OR
+    n, d, k, x = Ref("n"), Ref("d"), Ref("k"), Ref("x")
+    items = [
+        ("lazy", IF(d > 0, n / d, x)),                          # the branch not taken divides by 0
+        ("text", IF(k.eq("FULL"), x * 2, x / d)),                # texts compare without case
+        ("both", IF(AND(x > 1, d.eq(0), k.eq("full")), 1, 0)),   # fixed operands after a changing one
+        ("either", IF(OR(d > 0, x > 2), n, x)),
+        ("blank", IF(Ref("none").eq(0), x, n / d)),              # a blank cell equals 0
+        ("changing", IF(x > 1, n / d, x)),                       # raises at some calls only
+        ("always", n / d * x),                                   # raises at every call
+        ("constant", IF(d.eq(0), n / d, x)),                     # raises whatever x: bind says no
+    ]
+    values = {"n": 1.0, "d": 0.0, "k": "full", "x": 1.0, "none": None}
+    calls = [(0.5,), (1.5,), (3.0,)]
+    outputs = ["lazy", "text", "both", "either", "blank"]
+    run, got, want = _specialised(items[:-3], ["x"], outputs, values, {}, calls)
+    assert run is not None and all(w[0] == "value" for w in want) and got == want
+    run, got, want = _specialised(items[:-2], ["x"], outputs + ["changing"], values, {}, calls)
+    assert run is not None and [w[0] for w in want] == ["value", "raises", "raises"] and got == want
+    run, got, want = _specialised(items[:-1], ["x"], outputs + ["always"], values, {}, calls)
+    assert run is not None and all(w[0] == "raises" for w in want) and got == want
+    run, got, want = _specialised(items, ["x"], outputs, values, {}, calls)
+    assert run is None and all(w[0] == "raises" for w in want)
+
+
+def test_specialised_needs_every_name_it_reads():
+    items = [("out", IF(Ref("x") > 0, Ref("x"), Ref("missing")))]
+    from budget.formula import Specializer
+    spec = Specializer(items, ["x"], ["out"])
+    assert spec.bind({"x": 1.0}, {}) is None             # the plain function raises KeyError
+    run = spec.bind({"x": 1.0, "missing": 2.0}, {})
+    assert run(1.0) == (1.0,) and run(-1.0) == (2.0,)
+
+
+def test_specialised_remembers_items_by_the_args_they_read():
+    x, y, f = Ref("x"), Ref("y"), Ref("f")
+    items = [("xf", x * f), ("xy", Ref("xf") + y), ("fixed", f * 2)]
+    calls = [(x_, y_) for x_ in (1.0, 2.0) for y_ in (3.0, 4.0, 5.0)] * 2
+    run, got, want = _specialised(items, ["x", "y"], ["xy", "xf", "fixed", "f"], {"f": 3.0}, {}, calls, ("y",))
+    assert run is not None and got == want
+
+
+def test_specialised_rows_lookups_and_texts():
+    from budget.formula import At, Blanks, PerRow
+    x = Ref("x")
+    items = [("per_row", PerRow(At("rows") * x + Ref("f"), "rows")),
+             ("empty", PerRow(At("nothing") / Ref("zero"), "nothing")),
+             ("looked", Lookup("t", "x", Ref("key")) * x),
+             ("label", x.concat(" GPUs")),
+             ("total", SUMPRODUCT(Ref("rows"), Ref("per_row"), Blanks(Ref("gaps"))))]
+    values = {"rows": (1.0, 2.0, 4.0), "gaps": (None, 1.0, None), "nothing": (), "zero": 0.0, "f": 0.5,
+              "key": "A"}
+    run, got, want = _specialised(items, ["x"], [n for n, _ in items], values, {"t": {"x": {"a": 7.0}}},
+                                  [(1.0,), (2.5,)])
+    assert run is not None and all(w[0] == "value" for w in want) and got == want

@@ -768,3 +768,44 @@ def test_deepseek_v3_scenario_against_its_report(catalog):
     for change in ({"hardware.precision": "bf16", "hardware.mfu_peak": "bf16"},
                    {"memory.recompute_norms_and_up_projections": False}):
         assert not plan_of(with_changes(data, change), catalog).fits
+
+
+# --- the search's specialised formulas (budget.formula.Specializer) give the plain numbers ------
+
+@pytest.fixture
+def checked_evaluations(monkeypatch):
+    """Every layout the search evaluates specialised is evaluated by the plain compiled function
+    too: the same outputs, value by value (type and repr: -0.0, nan and 1 vs 1.0 count)."""
+    from budget import layout
+    seen = {"specialised": 0}
+    outputs = layout.Evaluator._outputs
+
+    def checked(self, lay, gpu_count):
+        out = outputs(self, lay, gpu_count)
+        if out is not None:
+            seen["specialised"] += 1
+            plain = self.run(self._environment(lay, gpu_count), self.tables)
+            want = [(type(plain[k]), repr(plain[k])) for k in layout.RANKED_OUTPUTS]
+            assert [(type(x), repr(x)) for x in out] == want, (lay, gpu_count)
+        return out
+
+    monkeypatch.setattr(layout.Evaluator, "_outputs", checked)
+    return seen
+
+
+@pytest.mark.parametrize("data", [
+    _computed_efficiency(**{"hardware.gpu_count": 512}),
+    _computed_efficiency(**{"hardware.gpu_count": 512, "parallelism.search_interleaving": True}),
+    _seed(**{"hardware.gpu_count": None}),                                  # memory first
+    _computed_efficiency(**{"hardware.gpu_count": None, "hardware.deadline_days": 120}),
+    _seed(**{"hardware.gpu_count": 8}),                                     # no layout fits: ways out
+    _deepseek(**{"parallelism": {"pipeline_schedule": "dualpipe"}, "hardware.gpu_count": 2048}),
+], ids=["free", "interleaving", "memory-first", "deadline", "ways-out", "moe-dualpipe"])
+def test_the_specialised_search_gives_the_plain_numbers(catalog, checked_evaluations, data):
+    try:
+        plan = plan_of(data, catalog)
+    except ScenarioError as err:
+        assert err.problems[0].message.startswith("no layout")
+    else:
+        assert plan.layout.search is not None
+    assert checked_evaluations["specialised"] > 100

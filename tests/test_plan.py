@@ -470,3 +470,16 @@ def test_a_deadline_no_count_meets_names_the_fastest_count(catalog):
     assert problem.fix.startswith("set hardware.deadline_days to 3.2 or more (at 8,072 GPUs)")
     plan = plan_of(with_changes(DEADLINE, {"hardware.deadline_days": 3.2}), catalog)
     assert plan.gpu_count == 8072 and plan.values["stretched_training_days"] <= 3.2
+
+
+def test_candidate_values_are_the_model_at_each_candidates_layout(catalog):
+    """The plan re-evaluates only the items a candidate's layout affects: every value, and the
+    order of the names, is that of the whole model evaluated at the candidate's layout."""
+    plan = plan_of(with_changes(raw(SEED_H100), {"parallelism": {}, "hardware.gpu_count": 512}), catalog)
+    inputs = {name: iv.value for name, iv in plan.inputs.items()}
+    lookups = {name: table.lookup() for name, table in plan.tables.items()}
+    assert len(plan.candidate_values) == len(plan.layout.candidates) > 3
+    for candidate, values in zip(plan.layout.candidates, plan.candidate_values):
+        full = plan.model.evaluate({**inputs, **candidate.layout.as_inputs()}, lookups)
+        assert list(values) == list(full)
+        assert [(type(v), repr(v)) for v in values.values()] == [(type(v), repr(v)) for v in full.values()]
