@@ -37,13 +37,12 @@ from __future__ import annotations
 import datetime as dt
 import math
 
-from openpyxl.styles import Font
 from openpyxl.utils import get_column_letter
 
 from .bind import excel_serial, from_serial
 from .formula import IF, Ref, _approx_equal, _eq, _ge, _gt, _le, _lt
 from .model import COST_LINES
-from .workbook import NOTE_FONT, SECTION_FONT, live_text, put_text
+from .workbook import BOLD_FONT, NOTE_FONT, SECTION_FONT, live_text, put_text
 
 FIRST_COL = 5          # E: the first month; A label, B sum of months, C Cost sheet, D unit
 MONEY = "#,##0"
@@ -84,7 +83,7 @@ class _Sheet:
     def label(self, row: int, text: str, bold: bool = False) -> None:
         put_text(self.ws.cell(row, 1), text)
         if bold:
-            self.ws.cell(row, 1).font = Font(bold=True)
+            self.ws.cell(row, 1).font = BOLD_FONT
 
     def section(self, row: int, text: str) -> None:
         self.ws.cell(row, 1, text).font = SECTION_FONT
@@ -98,7 +97,7 @@ class _Sheet:
         if total:
             cell = w.formula(ws, row, 2, f"SUM({self.span(row)})", math.fsum(values), fmt)
             if bold:
-                cell.font = Font(bold=True)
+                cell.font = BOLD_FONT
         if cost_sheet is not None:
             w.formula(ws, row, 3, cost_sheet[0], cost_sheet[1], fmt)
         w.unit_cell(ws, row, 4, unit)
@@ -106,7 +105,7 @@ class _Sheet:
             col = FIRST_COL + n
             cell = w.formula(ws, row, col, per_month(get_column_letter(col)), value, fmt)
             if bold:
-                cell.font = Font(bold=True)
+                cell.font = BOLD_FONT
         return values
 
 
@@ -148,7 +147,7 @@ def write_cashflow(w, ws, plan) -> None:
     for c, label in enumerate([tx("workbook.cashflow.columns.month"), tx("workbook.cashflow.columns.sum"),
                                tx("workbook.cashflow.columns.cost_sheet"), tx("workbook.columns.unit")], 1):
         put_text(ws.cell(head, c), label)
-        ws.cell(head, c).style = "Header"
+        w.named(ws.cell(head, c), "Header")
     fy = v["fiscal_year_start_month"]
     month_format = tx("workbook.cashflow.month_format")   # "Jan 2027", "2027年1月"
     cal_years, fis_years = [], []
@@ -157,7 +156,7 @@ def write_cashflow(w, ws, plan) -> None:
         x, prev = get_column_letter(col), get_column_letter(col - 1)
         text = "DATE(YEAR(start_date),MONTH(start_date),1)" if m == 0 else f"{prev}{ends}"
         cell = w.formula(ws, head, col, text, starts[m], month_format)
-        cell.style = "Header"
+        w.named(cell, "Header")
         cell.number_format = month_format
         w.formula(ws, ends, col, f"DATE(YEAR({x}{head}),MONTH({x}{head})+1,1)", month_ends[m], "yyyy-mm-dd")
         day = from_serial(starts[m])
@@ -179,7 +178,7 @@ def write_cashflow(w, ws, plan) -> None:
     s.label(flag_row, tx("workbook.cashflow.periods.reserved_term"))
     term = 1.0 if _eq(v["price_tier"], "reserved") and _eq(v["ownership"], "rented") else 0.0
     cell = w.formula(ws, flag_row, 2, 'IF(AND(price_tier="reserved",ownership="rented"),1,0)', term, "0")
-    cell.font = Font(bold=True)
+    cell.font = BOLD_FONT
     w.unit_cell(ws, flag_row, 4, "1 = yes")
 
     rows = iter(range(flag_row + 1, flag_row + 20))
@@ -324,7 +323,7 @@ def write_cashflow(w, ws, plan) -> None:
     note = IF(month.eq(1), tx("workbook.cashflow.notes.calendar_fiscal_years"),
               live_text(tx("workbook.cashflow.notes.fiscal_years"), month=month))
     cell = w.live(ws, row + 1, 1, note)
-    cell.style = "Normal"
+    w.named(cell, "Normal")
     cell.font = NOTE_FONT
     put_text(ws.cell(row + 2, 1), tx("workbook.cashflow.notes.by_days"))
     ws.cell(row + 2, 1).font = NOTE_FONT
@@ -375,7 +374,7 @@ def _year_table(s: _Sheet, row: int, heading: str, key_row: int, keys: list[floa
     for c, label in enumerate(heads, 1):
         if label:
             put_text(ws.cell(head, c), label)
-            ws.cell(head, c).style = "Header"
+            w.named(ws.cell(head, c), "Header")
     w.unit_cell(ws, head, 4, "currency")
     first_row = head + 1
     year_col = 3 if fiscal else 1       # the number each row matches; fiscal rows show "FY" & it
@@ -390,7 +389,7 @@ def _year_table(s: _Sheet, row: int, heading: str, key_row: int, keys: list[floa
             name = live_text(tx("workbook.cashflow.years.fiscal_year_name"), year=Ref(f"C{r}"))
             cell = w.formula(ws, r, 1, name.excel(), tx("workbook.cashflow.years.fiscal_year_name", year=int(year)),
                              None)
-            cell.style = "Normal"
+            w.named(cell, "Normal")
         total = math.fsum(t for t, y in zip(tots, keys) if y == year)
         totals.append(total)
         w.formula(ws, r, 2, f"SUMPRODUCT(({s.span(key_row, True)}={get_column_letter(year_col)}{r})"
@@ -400,7 +399,7 @@ def _year_table(s: _Sheet, row: int, heading: str, key_row: int, keys: list[floa
     w.define(name, ws, f"$B${first_row}:$B${last_row}")
     all_years = math.fsum(totals)
     s.label(last_row + 1, tx("workbook.cashflow.years.all"), bold=True)
-    w.formula(ws, last_row + 1, 2, f"SUM(B{first_row}:B{last_row})", all_years, MONEY).font = Font(bold=True)
+    w.formula(ws, last_row + 1, 2, f"SUM(B{first_row}:B{last_row})", all_years, MONEY).font = BOLD_FONT
     s.label(last_row + 2, tx("workbook.cashflow.years.difference"))
     w.formula(ws, last_row + 2, 2, f"ROUND(B{last_row + 1}-total_cost,2)",
               _round2(_sub(all_years, v["total_cost"])), "#,##0.00")

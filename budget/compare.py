@@ -10,7 +10,6 @@ compare_gpu_hours, compare_total_cost, compare_check_count.
 from __future__ import annotations
 
 from openpyxl.chart import Reference, ScatterChart, Series
-from openpyxl.styles import Alignment, Font
 from openpyxl.utils import get_column_letter
 
 from .formula import Text
@@ -25,6 +24,12 @@ def put_text(cell, text):
 def number_format(unit, kind="number"):
     from .workbook import number_format as fmt
     return fmt(unit, kind)
+
+
+def _style(name: str):
+    """A shared style of budget.workbook (imported late, as the helpers above)."""
+    from . import workbook
+    return getattr(workbook, name)
 
 KEY_FIGURES = ("gpu_count", "accelerator_name", "layout_label", "memory_per_gpu_gb", "check_memory_fits",
                "train_days", "project_end", "gpu_hours", "cluster_cost", "total_cost",
@@ -60,8 +65,8 @@ def write_compare(w, ws, base, options) -> None:
     for j, v in enumerate(variants):
         cell = ws.cell(head, FIRST_COL + j)
         put_text(cell, v.title)
-        cell.style = "Header"
-        cell.alignment = Alignment(wrap_text=True, vertical="top")
+        w.named(cell, "Header")
+        cell.alignment = _style("WRAP_TOP")
     w.define("compare_option_names", ws, span.format(r=head))
     ws.row_dimensions[head].height = 45
 
@@ -76,8 +81,7 @@ def write_compare(w, ws, base, options) -> None:
     variants = _with_staff_ranges(variants, staff_blocks, block_top)
     row_of = write_grid(w, ws, grid_top, FIRST_COL, variants, model,
                         on_row=lambda r, name: _row_label(w, ws, r, name, model))
-    ws.cell(grid_top - 1, 1, m("workbook.compare.workings")).font = Font(
-        bold=True, color="1F4E79")
+    ws.cell(grid_top - 1, 1, m("workbook.compare.workings")).font = _style("HEADING_FONT")
     _write_staff_blocks(w, ws, staff_blocks, block_top)
 
     for k, name in enumerate(KEY_FIGURES):
@@ -108,7 +112,7 @@ def _row_label(w, ws, r: int, name: str, model) -> None:
     put_text(ws.cell(r, 1), row_label(w, model, name))
     w.unit_cell(ws, r, 2, d.unit)
     put_text(ws.cell(r, 3), name)
-    ws.cell(r, 3).font = Font(color="7F7F7F")
+    ws.cell(r, 3).font = _style("NAME_FONT")
 
 
 def _p90(w, ws, row: int, variants, row_of, base) -> None:
@@ -120,7 +124,7 @@ def _p90(w, ws, row: int, variants, row_of, base) -> None:
     put_text(ws.cell(row, 1), w.m("workbook.compare.p90"))
     w.unit_cell(ws, row, 2, "currency")
     put_text(ws.cell(row, 3), w.m("workbook.compare.p90_name"))
-    ws.cell(row, 3).font = Font(color="7F7F7F")
+    ws.cell(row, 3).font = _style("NAME_FONT")
     for j, v in enumerate(variants):
         col = get_column_letter(FIRST_COL + j)
         w.formula(ws, row, FIRST_COL + j, f"{col}{row_of['total_cost']}*total_cost_p90/total_cost",
@@ -145,14 +149,14 @@ def _recommendation(w, ws, row: int, variants, row_of) -> None:
     best = recommended([v.values for v in variants])
     none_passes = m("workbook.compare.none_passes")
     expected = variants[best].title if best is not None else none_passes
-    ws.cell(row + 1, 1, m("workbook.compare.recommended")).font = Font(bold=True)
+    ws.cell(row + 1, 1, m("workbook.compare.recommended")).font = _style("BOLD_FONT")
     cell = w.formula(ws, row + 1, 2,
                      f"IF(COUNT(compare_eligible_total)=0,{Text(none_passes).excel()},"
                      f"INDEX(compare_option_names,MATCH(MIN(compare_eligible_total),"
                      f"compare_eligible_total,0)))", expected, None)
-    cell.font = Font(bold=True)
+    cell.font = _style("BOLD_FONT")
     put_text(ws.cell(row + 2, 1), m("workbook.compare.rule"))
-    ws.cell(row + 2, 1).font = Font(italic=True, color="595959")
+    ws.cell(row + 2, 1).font = _style("SUBTITLE_FONT")
 
 
 def _chart(m, ws, variants, row_of, anchor_row: int) -> None:
@@ -200,7 +204,7 @@ def _write_staff_blocks(w, ws, blocks, top: int) -> None:
     m = w.m
     for block in blocks.values():
         heading, first, _ = block["rows"]
-        ws.cell(heading, 1, m("workbook.compare.staffing.heading", option=block["title"])).font = Font(bold=True)
+        ws.cell(heading, 1, m("workbook.compare.staffing.heading", option=block["title"])).font = _style("BOLD_FONT")
         w.header(ws, heading + 1, [m(f"workbook.compare.staffing.columns.{n}") for n in STAFF_TABLE])
         for r, line in enumerate(zip(*(block[n] for n in STAFF_TABLE))):
             for k, (n, value) in enumerate(zip(STAFF_TABLE, line), 1):

@@ -15,7 +15,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Callable, Mapping
 
-from openpyxl.styles import Font
 from openpyxl.utils import get_column_letter
 
 from .lineitems import Model
@@ -88,7 +87,7 @@ def write_grid(w, ws, top: int, first_col: int, variants: list[Variant], model: 
     `w` is the workbook writer (its `formula`, `input_value` and `live` helpers record the
     Python value of every formula cell for the recalculation tests).
     """
-    from .workbook import number_format
+    from .workbook import BOLD_FONT, number_format
 
     stages = stage_count(variants)
     rows = grid_rows(model, stages)
@@ -115,7 +114,7 @@ def write_grid(w, ws, top: int, first_col: int, variants: list[Variant], model: 
                 fmt = number_format(d.unit, d.kind)
                 if name in variant.formulas:
                     cell = w.formula(ws, r, col, variant.formulas[name], value, fmt)
-                    cell.font = Font(bold=True)
+                    cell.font = BOLD_FONT
                 elif name in variant.own:
                     w.input_value(ws.cell(r, col), value, d.unit, d.kind)
                 else:

@@ -23,7 +23,6 @@ import re
 from collections import Counter
 from functools import lru_cache
 
-from openpyxl.styles import Alignment, Font
 from openpyxl.utils import get_column_letter
 
 from .bind import InputValue, excel_serial
@@ -31,7 +30,8 @@ from .catalog import Catalog, data_dir, read_bundled
 from .i18n import text
 from .model import REFERENCE_FIGURES, REFERENCE_ROWS, REFERENCE_VALUES
 from .stages import row_resolver, table_cell
-from .workbook import NOTE_FONT, REFERENCE_SHEET, SECTION_FONT, line_height, number_format, put_text
+from .workbook import (BOLD_FONT, NAME_FONT, NOTE_FONT, REFERENCE_SHEET, SECTION_FONT, WRAP_TOP, line_height,
+                       number_format, put_text)
 
 RUNS = 6              # runs listed (the issue asks for at least five)
 PER_SOURCE = RUNS // 2
@@ -229,7 +229,7 @@ def write_reference_inputs(w, ws, row: int) -> int:
         for k, value in enumerate(plan.inputs[name].value):
             w.input_value(ws.cell(row, 2 + k), value, d.unit)
             if isinstance(value, str):            # a run's name or id wraps in its column
-                ws.cell(row, 2 + k).alignment = Alignment(wrap_text=True, vertical="top")
+                ws.cell(row, 2 + k).alignment = WRAP_TOP
         if name in (REFERENCE_ROWS, "ref_accelerator"):
             ws.row_dimensions[row].height = (4 if name == REFERENCE_ROWS else 2) * line_height(False)
         if not n:
@@ -249,12 +249,12 @@ def write_reference(w, ws, plan) -> None:
     ws.cell(HEAD_ROW - 1, 1).font = NOTE_FONT
     for c, key in ((1, "item"), (2, "unit"), (FIRST_COL + n, "name"), (FIRST_COL + n + 1, "note")):
         put_text(ws.cell(HEAD_ROW, c), m(f"workbook.columns.{key}"))
-        ws.cell(HEAD_ROW, c).style = "Header"
+        w.named(ws.cell(HEAD_ROW, c), "Header")
     for k in range(n):                           # each run's name, live from the table on Inputs
         at = table_cell(w, REFERENCE_ROWS, k)
         cell = w.formula(ws, HEAD_ROW, FIRST_COL + k, f'IF({at}="","",{at})', plan.values[REFERENCE_ROWS][k], None)
-        cell.style = "Header"
-        cell.alignment = Alignment(wrap_text=True, vertical="top")
+        w.named(cell, "Header")
+        cell.alignment = WRAP_TOP
     ws.row_dimensions[HEAD_ROW].height = 4 * line_height(False)     # a run's name wraps in its column
     first, last = get_column_letter(FIRST_COL), get_column_letter(FIRST_COL + max(n, 1) - 1)
     row = _section(w, ws, HEAD_ROW + 1, "published")
@@ -263,7 +263,7 @@ def write_reference(w, ws, plan) -> None:
         _label(w, ws, row, d.label, d.unit, name, n)
         for k in range(n):
             w.formula(ws, row, FIRST_COL + k, table_cell(w, name, k), plan.values[name][k],
-                      number_format(d.unit)).alignment = Alignment(wrap_text=True, vertical="top")
+                      number_format(d.unit)).alignment = WRAP_TOP
         if d.unit == "catalog id":                # an accelerator's id wraps in its column
             ws.row_dimensions[row].height = 2 * line_height(False)
         row += 1
@@ -278,7 +278,7 @@ def write_reference(w, ws, plan) -> None:
     for name in ("ref_source", "ref_quote"):     # one line per run: its source, then its words
         d = model.inputs[name]
         put_text(ws.cell(row, 1), d.label)
-        ws.cell(row, 1).font = Font(bold=True)
+        ws.cell(row, 1).font = BOLD_FONT
         row += 1
         for k, value in enumerate(plan.inputs[name].value):
             at = table_cell(w, REFERENCE_ROWS, k)
@@ -318,7 +318,7 @@ def _label(w, ws, row: int, label: str, unit: str, name: str, n: int, note: str 
     put_text(ws.cell(row, 1), label)
     w.unit_cell(ws, row, 2, unit)
     put_text(ws.cell(row, FIRST_COL + n), name)
-    ws.cell(row, FIRST_COL + n).font = Font(color="7F7F7F")
+    ws.cell(row, FIRST_COL + n).font = NAME_FONT
     if note:
         put_text(ws.cell(row, FIRST_COL + n + 1), note)
 

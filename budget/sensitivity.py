@@ -22,7 +22,6 @@ from dataclasses import dataclass
 from statistics import NormalDist
 
 from openpyxl.chart import BarChart, Reference
-from openpyxl.styles import Alignment, Font
 from openpyxl.utils import get_column_letter
 
 from .grid import Variant, row_def, row_label, write_grid
@@ -102,7 +101,7 @@ def range_figures(plan, all_cases: list[Case]) -> dict[str, float]:
 
 
 def write_sensitivity(w, ws, plan) -> None:
-    from .workbook import NAME_FONT, number_format, put_text
+    from .workbook import BOLD_FONT, HEADING_FONT, NAME_FONT, WRAP_TOP, number_format, put_text
 
     model, v, m = plan.model, plan.values, w.m
     all_cases = cases(plan)
@@ -120,12 +119,12 @@ def write_sensitivity(w, ws, plan) -> None:
                         formulas={c.target: c.formula}, only=moved[c.target]) for c in all_cases]
     col_of = {(c.key, c.end): get_column_letter(FIRST_GRID_COL + j) for j, c in enumerate(all_cases)}
     ws.cell(grid_top - 2, 1, m("workbook.sensitivity.workings")).font = \
-        Font(bold=True, color="1F4E79")
+        HEADING_FONT
     for j, variant in enumerate(variants):
         cell = ws.cell(grid_top - 1, FIRST_GRID_COL + j)
         put_text(cell, variant.title)
-        cell.style = "Header"
-        cell.alignment = Alignment(wrap_text=True, vertical="top")
+        w.named(cell, "Header")
+        cell.alignment = WRAP_TOP
 
     def label_row(r: int, name: str) -> None:
         d = row_def(model, name)
@@ -183,7 +182,7 @@ def write_sensitivity(w, ws, plan) -> None:
 
     # The tornado, sorted live.
     top = last + 2
-    ws.cell(top, 1, m("workbook.sensitivity.tornado.heading")).font = Font(bold=True)
+    ws.cell(top, 1, m("workbook.sensitivity.tornado.heading")).font = BOLD_FONT
     w.header(ws, top + 1, [m("workbook.sensitivity.columns.input"), m("workbook.sensitivity.tornado.rank"),
                            m("workbook.sensitivity.tornado.low"), m("workbook.sensitivity.tornado.high"),
                            m("workbook.sensitivity.columns.swing")])
@@ -206,7 +205,7 @@ def write_sensitivity(w, ws, plan) -> None:
 
     # The range.
     r0 = top + n + 3
-    ws.cell(r0, 1, m("workbook.sensitivity.range.heading")).font = Font(bold=True)
+    ws.cell(r0, 1, m("workbook.sensitivity.range.heading")).font = BOLD_FONT
     rows = [("sensitivity_z", "NORMSINV(p90_probability)", Z90, "0.0000"),
             ("total_cost_p10", "total_cost*EXP(SUM(L{a}:L{b})-sensitivity_z*SQRT("
              "SUMPRODUCT(M{a}:M{b},M{a}:M{b})))", rng["total_cost_p10"], money),
@@ -223,7 +222,7 @@ def write_sensitivity(w, ws, plan) -> None:
             w.unit_cell(ws, r, 3, "currency")
         w.define(name, ws, f"$B${r}")
     put_text(ws.cell(r0 + len(rows) + 1, 1), m("workbook.sensitivity.range.method"))
-    ws.cell(r0 + len(rows) + 1, 1).alignment = Alignment(wrap_text=True, vertical="top")
+    ws.cell(r0 + len(rows) + 1, 1).alignment = WRAP_TOP
     ws.merge_cells(start_row=r0 + len(rows) + 1, start_column=1, end_row=r0 + len(rows) + 1, end_column=10)
     ws.row_dimensions[r0 + len(rows) + 1].height = 48
     w.widths(ws, [27, 18, 12, 12, 12, 13, 13, 13, 11, 11, 12, 12, 12, 12, 12]

@@ -64,12 +64,12 @@ def _head(w, ws, plan, n: int) -> None:
     names = plan.values["stage_name"]
     for c, key in ((1, "item"), (2, "unit"), (FIRST_COL + n, "name"), (FIRST_COL + n + 1, "note")):
         put_text(ws.cell(HEAD_ROW, c), w.m(f"workbook.columns.{key}"))
-        ws.cell(HEAD_ROW, c).style = "Header"
+        w.named(ws.cell(HEAD_ROW, c), "Header")
     for k in range(n):
         name = names[k] if k < len(names) and names[k] is not None else ""
         at = table_cell(w, "stage_name", k)
         cell = w.formula(ws, HEAD_ROW, FIRST_COL + k, f'IF({at}="","",{at})', name, None)
-        cell.style = "Header"
+        w.named(cell, "Header")
     if not names:
         put_text(ws.cell(HEAD_ROW - 1, 1), w.m("workbook.stages.none"))
         ws.cell(HEAD_ROW - 1, 1).font = NOTE_FONT

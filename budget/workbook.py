@@ -12,6 +12,8 @@ plan computed for it, so tests can hold the spreadsheet engine's results against
 from __future__ import annotations
 
 import hashlib
+from bisect import bisect_right
+from operator import itemgetter
 import io
 import math
 import re
@@ -23,10 +25,13 @@ from dataclasses import dataclass, field, replace
 
 from openpyxl import Workbook
 from openpyxl.cell._writer import write_cell
+from openpyxl.cell.cell import ERROR_CODES, ILLEGAL_CHARACTERS_RE, Cell, MergedCell
 from openpyxl.compat import safe_string
 from openpyxl.drawing.spreadsheet_drawing import SpreadsheetDrawing
 from openpyxl.worksheet._writer import WorksheetWriter
-from openpyxl.worksheet.dimensions import SheetDimension
+from openpyxl.worksheet.dimensions import RowDimension, SheetDimension
+from openpyxl.worksheet.worksheet import Worksheet
+from openpyxl.styles.numbers import BUILTIN_FORMATS_MAX_SIZE, BUILTIN_FORMATS_REVERSE
 from openpyxl.writer.excel import ExcelWriter
 from openpyxl.formatting.rule import FormulaRule, Rule
 from openpyxl.styles.differential import DifferentialStyle
@@ -90,6 +95,15 @@ NOTE_FONT = Font(name=BODY_FONT, italic=True, color="595959")
 NAME_FONT = Font(color="7F7F7F")           # a row's defined name beside it
 BOLD_FONT = Font(bold=True)
 WRAP_TOP = Alignment(wrap_text=True, vertical="top")
+TOP_ALIGNMENT = Alignment(vertical="top")
+TITLE_FONT = Font(bold=True, size=14)      # a sheet's title
+COVER_FONT = Font(bold=True, size=16)      # the Summary's
+SUBTITLE_FONT = Font(italic=True, color="595959")
+GREY_FONT = Font(color="595959")
+HEADING_FONT = Font(bold=True, color="1F4E79")
+WARNING_HEAD_FONT = Font(bold=True, color="9C5700")
+UNLOCKED = Protection(locked=False)
+BOTTOM_BORDER = Border(bottom=THIN)
 
 
 @dataclass
@@ -100,6 +114,18 @@ class WorkbookResult:
 
 
 def number_format(unit: str, kind: str = "number") -> str | None:
+    """The number format of a figure in `unit` (a pure function: remembered per unit and kind)."""
+    try:
+        return _FORMATS[(unit, kind)]
+    except KeyError:
+        fmt = _FORMATS[(unit, kind)] = _number_format(unit, kind)
+        return fmt
+
+
+_FORMATS: dict[tuple[str, str], str | None] = {}
+
+
+def _number_format(unit: str, kind: str) -> str | None:
     if kind == "date" or unit == "date":
         return DATE_FORMAT
     if kind == "fraction" or unit.startswith("fraction"):
@@ -150,15 +176,141 @@ def put_text(cell, text: str) -> None:
     """Write text that must stay text, whatever it starts with: quote-prefixed when a spreadsheet
     could read it as a formula, judged as the scenario's text policy judges (after blanks, with
     full-width forms folded); text no workbook can hold is a bug here, never a corrupt file."""
+    lead = _TEXT_LEADS.get(text)
+    if lead is None:
+        lead = _text_lead(cell, text)
+    if len(text) <= _MAX_TEXT:
+        # what `cell.value = text` stores (the checks above refuse every character openpyxl
+        # refuses), then typed as text whatever it looks like
+        cell._value = text
+    else:
+        cell.value = text
+    cell.data_type = "s"
+    if lead:
+        cell.quotePrefix = True
+
+
+_MAX_TEXT = 32767              # openpyxl keeps this many characters of a cell's text
+_TEXT_LEADS: dict[str, bool] = {}   # text put_text has judged -> whether it starts a formula
+
+
+def _text_lead(cell, text: str) -> bool:
+    """Whether `text` would start a formula (after the checks put_text makes), remembered:
+    both judgements are pure functions of the text, and a book writes many texts often."""
     from .scenario import character_problem, formula_lead
 
     problem = character_problem(text)
     if problem:
         raise ValueError(f"text for {cell.coordinate} {problem[0]}: {text[:60]!r}")  # i18n: not text
-    cell.value = text
-    cell.data_type = "s"
-    if formula_lead(text):
-        cell.quotePrefix = True
+    lead = bool(formula_lead(text))
+    if len(_TEXT_LEADS) >= 65536:       # a long run's one-off texts: start afresh
+        _TEXT_LEADS.clear()
+    _TEXT_LEADS[text] = lead
+    return lead
+
+
+_NEW_CELL = Cell.__new__
+
+
+def _new_cell(ws, row: int, column: int):
+    """An empty cell of `ws`, as Worksheet.cell makes it, stored in the sheet."""
+    if row < 1 or column < 1 or row > 1048576:
+        raise ValueError(f"no cell at row {row}, column {column}")  # i18n: not text
+    cell = _NEW_CELL(Cell)
+    cell.parent = ws
+    cell.row = row
+    cell.column = column
+    cell._value = None
+    cell._hyperlink = None
+    cell.data_type = "n"
+    cell._comment = None
+    cell._style = None
+    ws._cells[(row, column)] = cell
+    if row > ws._current_row:
+        ws._current_row = row
+    return cell
+
+
+def _bind(cell, value) -> None:
+    """`cell.value = value`: the common types typed here as openpyxl types them (text it
+    would refuse, or cut, goes through openpyxl)."""
+    kind = type(value)
+    if kind is str:
+        if len(value) <= _MAX_TEXT and ILLEGAL_CHARACTERS_RE.search(value) is None:
+            cell._value = value
+            cell.data_type = ("f" if len(value) > 1 and value[0] == "=" else
+                              "e" if value in ERROR_CODES else "s")
+            return
+    elif kind is float or kind is int or value is None:
+        cell._value = value
+        cell.data_type = "n"
+        return
+    cell.value = value
+
+
+class _Sheet(Worksheet):
+    """openpyxl's worksheet with its cells made and filled without the per-call checks of
+    Worksheet.cell (every bundled scenario's book is byte-identical): cells are openpyxl's."""
+
+    def cell(self, row, column, value=None):
+        cell = self._cells.get((row, column))
+        if cell is None:
+            cell = _new_cell(self, row, column)
+        if value is not None:
+            _bind(cell, value)
+        return cell
+
+    def _get_cell(self, row, column):
+        cell = self._cells.get((row, column))
+        return _new_cell(self, row, column) if cell is None else cell
+
+    def _clean_merge_range(self, mcr):
+        """openpyxl's, for a range of one row: the cells after the first become MergedCells and
+        take the first one's borders and protection (MergedCellRange.format). The cells between
+        the second and the last start alike and go through the same steps, so openpyxl runs
+        them on the second and the others copy its style: the same styles, added to the book's
+        lists in the same order."""
+        row, first, last = mcr.min_row, mcr.min_col, mcr.max_col
+        if mcr.max_row != row or last - first < 2:
+            return super()._clean_merge_range(mcr)
+        cells = self._cells
+        for col in range(first + 1, last + 1):
+            cells[row, col] = MergedCell(self, row, col)
+        start, second, end = mcr.start_cell, cells[row, first + 1], cells[row, last]
+        edges = {"top": (start, second, end), "left": (start,),
+                 "right": (end,), "bottom": (start, second, end)}
+        for name, edge in edges.items():
+            side = getattr(start.border, name)
+            if side and side.style is None:
+                continue
+            border = Border(**{name: side})
+            for cell in edge:
+                cell.border += border
+        protection = copy(start.protection)
+        for cell in (start, second, end):
+            cell.protection = protection
+        for col in range(first + 2, last):
+            cells[row, col]._style = copy(second._style)
+
+
+def row_dimension(ws, row: int):
+    """`ws.row_dimensions[row]`, a missing one made as openpyxl's factory makes it (without its
+    descriptors' checks: the same attributes)."""
+    dims = ws.row_dimensions
+    dim = dict.get(dims, row)
+    if dim is None:
+        dim = _NEW_ROW_DIMENSION(RowDimension)
+        dim.__dict__.update(_ROW_DIMENSION_FIELDS)
+        dim.__dict__["index"] = row
+        dim.parent = ws
+        dim._style = None
+        dict.__setitem__(dims, row, dim)
+    return dim
+
+
+_NEW_ROW_DIMENSION = RowDimension.__new__
+_ROW_DIMENSION_FIELDS = {"ht": None, "thickBot": False, "thickTop": False, "index": 0,
+                         "hidden": False, "outlineLevel": 0, "collapsed": False}
 
 
 def _style_id(cell, key: str) -> int:
@@ -190,6 +342,27 @@ def has_wide(text: str) -> bool:
     if text.isascii():
         return False
     return any(_wide(ch) for ch in text)
+
+
+_WIDTHS: dict[str, tuple[int, bool]] = {}
+
+
+def _text_width(text: str) -> tuple[int, bool]:
+    """(display_width, has_wide) of a text, remembered: a book measures the same labels often."""
+    known = _WIDTHS.get(text)
+    if known is None:
+        if len(_WIDTHS) >= 65536:
+            _WIDTHS.clear()
+        known = _WIDTHS[text] = (display_width(text), has_wide(text))
+    return known
+
+
+_ALIGNMENT = 5          # a StyleArray's alignmentId
+
+
+def _alignment_look(align: Alignment) -> tuple[bool, bool]:
+    """(turned, wrapped) of an alignment: what wrap_long_text reads of it."""
+    return bool(align.text_rotation), bool(align.wrap_text)
 
 
 def line_height(cjk: bool) -> int:
@@ -228,6 +401,7 @@ def wrapped_lines(text: str, per_line: float) -> int:
     return lines
 
 
+_first = itemgetter(0)
 _FIELD = re.compile(r"\{(\w+)\}")
 
 
@@ -330,10 +504,13 @@ class _Writer:
         for key in ("_fonts", "_fills", "_borders", "_alignments", "_protections"):
             setattr(self.wb, key, _SameStyles(getattr(self.wb, key)))
         self.named_arrays: dict[str, StyleArray] = {}   # named style -> the cell style it sets
+        self.format_arrays: dict[tuple[str, str | None], StyleArray] = {}  # and with a number format
+        self.format_ids: dict[str, int] = {}            # number format -> its id in the book
         self.result = WorkbookResult(b"")
         self.candidate_cells: list[dict[str, str]] = []   # per candidate: layout input -> Inputs cell
         self.wrap_top: int | None = None          # style ids wrap_long_text reuses (speed)
         self.top_aligned: dict[int, int] = {}
+        self.alignment_looks: dict[int, tuple[bool, bool]] = {}   # alignment id -> _alignment_look
         _styles(self.wb)
         self.wb.remove(self.wb.active)
         sheets = ["Summary", "Inputs", "Catalog", *CALC_SHEETS, CHANGE_LOG_SHEET]
@@ -347,7 +524,8 @@ class _Writer:
         if plan.options:
             sheets.insert(1, "Compare")
         for title in sheets:
-            ws = self.wb.create_sheet(title)
+            ws = _Sheet(parent=self.wb, title=title)     # what create_sheet makes, cells made faster
+            self.wb._add_sheet(ws)
             ws.sheet_properties.tabColor = TAB_COLOURS.get(title, CALC_TAB)
 
     # --- helpers ---------------------------------------------------------------------
@@ -407,7 +585,7 @@ class _Writer:
             put_text(ws.cell(row, col), self.unit_display(unit))
             return ws.cell(row, col)
         cell = self.live(ws, row, col, expr)
-        cell.style = "Normal"
+        self.named(cell, "Normal")
         return cell
 
     def label_cell(self, ws, row: int, col: int, label: str, unit: str, style: str | None = "Header",
@@ -422,18 +600,43 @@ class _Writer:
         else:
             cell = self.live(ws, row, col, expr)
         if style:
-            cell.style = style
+            self.named(cell, style)
         return cell
 
     def named(self, cell, style: str) -> None:
         """`cell.style = style` for the workbook's own named styles, the style array looked up
         once per book rather than once per cell."""
+        cell._style = StyleArray(self.named_array(cell, style))
+
+    def named_array(self, cell, style: str) -> StyleArray:
+        """The style array a named style sets, found the first time through openpyxl (on `cell`)."""
         array = self.named_arrays.get(style)
         if array is None:
             cell.style = style
-            self.named_arrays[style] = copy(cell._style)
-        else:
-            cell._style = copy(array)
+            array = self.named_arrays[style] = copy(cell._style)
+        return array
+
+    def styled(self, cell, style: str, fmt: str | None) -> None:
+        """`named(cell, style)` then `cell.number_format = fmt` when there is one: the pair's
+        style array made once per book."""
+        array = self.format_arrays.get((style, fmt))
+        if array is None:
+            array = StyleArray(self.named_array(cell, style))
+            if fmt:
+                array.numFmtId = self.format_id(fmt)
+            self.format_arrays[(style, fmt)] = array
+        cell._style = StyleArray(array)
+
+    def format_id(self, fmt: str) -> int:
+        """The id `cell.number_format = fmt` gives (the format added to the book's list on first
+        use, as openpyxl adds it, so the list keeps its order)."""
+        index = self.format_ids.get(fmt)
+        if index is None:
+            index = BUILTIN_FORMATS_REVERSE.get(fmt)
+            if index is None:
+                index = self.wb._number_formats.add(fmt) + BUILTIN_FORMATS_MAX_SIZE
+            self.format_ids[fmt] = index
+        return index
 
     def define(self, name: str, ws, ref: str) -> None:
         sheet = ws.title
@@ -443,11 +646,10 @@ class _Writer:
         self.result.names[name] = f"{sheet}!{ref.replace('$', '')}"
 
     def formula(self, ws, row: int, col: int, text: str, expected, fmt: str | None):
-        cell = ws.cell(row, col, "=" + text)
-        self.named(cell, "Calculation")
-        if fmt:
-            cell.number_format = fmt
-        self.result.expected[f"{ws.title}!{cell.coordinate}"] = expected
+        cell = ws.cell(row, col)
+        _bind(cell, "=" + text)
+        self.styled(cell, "Calculation", fmt)
+        self.result.expected[f"{ws.title}!{get_column_letter(col)}{row}"] = expected
         return cell
 
     def header(self, ws, row: int, labels: list[str]) -> None:
@@ -456,9 +658,9 @@ class _Writer:
 
     def title(self, ws, text: str, subtitle: str) -> None:
         put_text(ws.cell(1, 1), text)
-        ws.cell(1, 1).font = Font(bold=True, size=14)
+        ws.cell(1, 1).font = TITLE_FONT
         put_text(ws.cell(2, 1), subtitle)
-        ws.cell(2, 1).font = Font(italic=True, color="595959")
+        ws.cell(2, 1).font = SUBTITLE_FONT
 
     def page_setup(self, ws, title_rows: str = "1:4") -> None:
         """Landscape A4 (Letter prints the same: fit to width), narrow margins, one page wide;
@@ -492,73 +694,99 @@ class _Writer:
         the sheet's last column) wraps, so the printed page keeps every word and the print range
         stays the sheet's columns: in its own column, or merged across the empty cells to the
         last column when it starts a line of prose. Each row is then as tall as its longest
-        wrapped cell (LibreOffice keeps an .xlsx row's stored height)."""
+        wrapped cell (LibreOffice keeps an .xlsx row's stored height).
+
+        A merge here spans one row and only empty cells, so each row's filled columns are read
+        once, before any row is handled."""
+        cells = ws._cells
+        if not cells:
+            return
         known: dict[int, float] = {}
+        dims = ws.column_dimensions
 
         def width_of(col: int) -> float:
             if col not in known:
-                known[col] = ws.column_dimensions[get_column_letter(col)].width or 8.43
+                known[col] = dims[get_column_letter(col)].width or 8.43
             return known[col]
 
-        last = ws.max_column
-        cells = ws._cells
+        last = max(c for _, c in cells)         # ws.max_column
+        texts = sorted(key for key, c in cells.items() if c.data_type == "s" and isinstance(c._value, str))
+        if not texts:
+            return
         aligns, fonts = self.wb._alignments, self.wb._fonts   # styles by id: no proxies, no copies
         merged = {rng.coord.split(":")[0] for rng in ws.merged_cells.ranges}
         lines: dict[int, int] = {}
         cjk: set[int] = set()           # rows with CJK text: its lines are taller
-        by_row = _rows_of_cells(ws)
-        for row in by_row.values():
-            ends = None                 # column -> the last column its text may overflow into
-            for c in row:
-                if c.data_type != "s" or not isinstance(c.value, str) or c.coordinate in merged \
-                        or aligns[_style_id(c, "alignmentId")].text_rotation:
-                    continue
-                if ends is None:        # once per row, right to left: up to the next filled cell
-                    ends, end = {}, last
-                    for col in range(last, 0, -1):
-                        ends[col] = end
-                        right = cells.get((c.row, col))
-                        if right is not None and (right.value is not None or right.has_style):
-                            end = col - 1
-                own, span = width_of(c.column), max(ends[c.column], c.column)
-                room = own + sum(width_of(col) for col in range(c.column + 1, span + 1))
-                width = own
-                if aligns[_style_id(c, "alignmentId")].wrap_text:
-                    pass
-                elif display_width(c.value) <= room * 1.1:
-                    continue
-                elif span == last and span > c.column:
-                    ws.merge_cells(start_row=c.row, start_column=c.column, end_row=c.row, end_column=span)
-                    width = room
-                    _set_style_id(c, "alignmentId", self.wrap_top_id())
-                else:
-                    _set_style_id(c, "alignmentId", self.wrap_top_id())
-                size = (fonts[_style_id(c, "fontId")].sz or 11) / 11
-                per_line = max(int(width * 1.1), 1)
-                need = (wrapped_lines(c.value, per_line / size) if has_wide(c.value)
-                        else -(-int(len(c.value) * size) // per_line))
-                lines[c.row] = max(lines.get(c.row, 1), need)
-                if has_wide(c.value):
-                    cjk.add(c.row)
+        filled: dict[int, list[int]] = {}   # row -> its filled columns, in order
+        looks = self.alignment_looks
+        for r, col in texts:
+            c = cells[(r, col)]
+            style = c._style
+            align = style[_ALIGNMENT] if style is not None else 0
+            look = looks.get(align)
+            if look is None:
+                look = looks[align] = _alignment_look(aligns[align])
+            if look[0] or (merged and c.coordinate in merged):      # turned, or merged already
+                continue
+            text = c._value
+            shown, wide = _text_width(text)
+            own = width_of(col)
+            if not look[1] and shown <= own * 1.1:      # fits its own column: fits its room
+                continue
+            stops = filled.get(r)
+            if stops is None:           # up to the next filled cell, or the last column
+                stops = filled[r] = [k for k in range(1, last + 1)
+                                     if (right := cells.get((r, k))) is not None
+                                     and (right._value is not None or right.has_style)]
+            at = bisect_right(stops, col)
+            span = max(stops[at] - 1 if at < len(stops) else last, col)
+            room = own + sum(width_of(k) for k in range(col + 1, span + 1))
+            width = own
+            if look[1]:                 # wraps already
+                pass
+            elif shown <= room * 1.1:
+                continue
+            elif span == last and span > col:
+                ws.merge_cells(start_row=r, start_column=col, end_row=r, end_column=span)
+                width = room
+                _set_style_id(c, "alignmentId", self.wrap_top_id())
+            else:
+                _set_style_id(c, "alignmentId", self.wrap_top_id())
+            size = (fonts[_style_id(c, "fontId")].sz or 11) / 11
+            per_line = max(int(width * 1.1), 1)
+            need = wrapped_lines(text, per_line / size) if wide else -(-int(len(text) * size) // per_line)
+            lines[r] = max(lines.get(r, 1), need)
+            if wide:
+                cjk.add(r)
+        top = self.top_aligned
         for r, n in lines.items():
             if n > 1:
-                height = ws.row_dimensions[r].height or 0
-                ws.row_dimensions[r].height = max(height, line_height(r in cjk) * n)
-                # a tall row reads from its top line (the row's written cells, in column order)
-                for c in by_row[r]:
-                    if c.value is not None and aligns[_style_id(c, "alignmentId")].vertical is None:
-                        old = _style_id(c, "alignmentId")
-                        if old not in self.top_aligned:     # each alignment copied once
-                            align = copy(aligns[old])
-                            align.vertical = "top"
-                            self.top_aligned[old] = aligns.add(align)
-                        _set_style_id(c, "alignmentId", self.top_aligned[old])
+                dim = row_dimension(ws, r)
+                dim.height = max(dim.height or 0, line_height(r in cjk) * n)
+                # a tall row reads from its top line (the row's written cells, in column order;
+                # a merge above made only empty ones)
+                for k in range(1, last + 1):
+                    c = cells.get((r, k))
+                    if c is None or c._value is None:
+                        continue
+                    style = c._style
+                    old = style[_ALIGNMENT] if style is not None else 0
+                    new = top.get(old)
+                    if new is None:
+                        if aligns[old].vertical is not None:
+                            continue
+                        align = copy(aligns[old])     # each alignment copied once
+                        align.vertical = "top"
+                        new = top[old] = aligns.add(align)
+                    if style is None:
+                        style = c._style = StyleArray()
+                    style[_ALIGNMENT] = new
 
     def wrap_top_id(self) -> int:
         """The id of the alignment wrap_long_text gives a cell (added on first use, as setting
         cell.alignment would, so the styles keep their order)."""
         if self.wrap_top is None:
-            self.wrap_top = self.wb._alignments.add(Alignment(wrap_text=True, vertical="top"))
+            self.wrap_top = self.wb._alignments.add(WRAP_TOP)
         return self.wrap_top
 
     def widths(self, ws, widths: list[int]) -> None:
@@ -583,12 +811,10 @@ class _Writer:
         """An input cell: text stays text, numbers get their unit's format, both the input style."""
         if isinstance(value, str):
             put_text(cell, value)
+            self.styled(cell, "Input", None)
         else:
-            cell.value = value
-        self.named(cell, "Input")
-        fmt = None if isinstance(value, str) else number_format(unit, kind)
-        if fmt:
-            cell.number_format = fmt
+            _bind(cell, value)
+            self.styled(cell, "Input", number_format(unit, kind))
 
     def inputs(self) -> None:
         ws, m = self.wb["Inputs"], self.m
@@ -647,7 +873,7 @@ class _Writer:
             fmt = number_format(unit)
             if fmt:
                 cell.number_format = fmt
-        cell.font = Font(color="595959")
+        cell.font = GREY_FONT
         self.define(name, ws, f"${get_column_letter(col)}${row}")
 
     def generation_block(self, ws, row: int) -> int:
@@ -656,7 +882,7 @@ class _Writer:
         ws.cell(row, 1, self.m("workbook.inputs.generation.heading")).font = SECTION_FONT
         row += 1
         put_text(ws.cell(row, 1), self.m("workbook.inputs.generation.note"))
-        ws.cell(row, 1).font = Font(italic=True, color="595959")
+        ws.cell(row, 1).font = SUBTITLE_FONT
         for d in self.model.inputs.values():
             source = d.name.removeprefix("gen_")
             if not d.kind.startswith("generated") or (source != d.name and source in self.model.inputs):
@@ -753,7 +979,7 @@ class _Writer:
                 self.input_value(ws.cell(r, c), None, d.unit)
         at = (title_row, 5) if wide else (first + rows, len(defs) + 1)
         put_text(ws.cell(*at), self.m(hint, rows=spare))
-        ws.cell(*at).font = Font(italic=True, color="595959")
+        ws.cell(*at).font = SUBTITLE_FONT
         for c, d in enumerate(defs, 1):
             col = get_column_letter(c)
             self.define(d.name, ws, f"${col}${first}:${col}${last}")
@@ -803,7 +1029,7 @@ class _Writer:
                 for r in range(last + 1, last + SPARE_ROWS + 1):
                     for c, (_, _, unit) in enumerate(tdef.columns, 1):
                         self.input_value(ws.cell(r, c), None, unit)
-                    ws.cell(r, len(tdef.columns) + 1).protection = Protection(locked=False)
+                    ws.cell(r, len(tdef.columns) + 1).protection = UNLOCKED
                 put_text(ws.cell(last + 1, len(tdef.columns) + 1),
                          self.m(f"workbook.catalog.spare_rows.{tdef.name}"))
                 last += SPARE_ROWS
@@ -854,12 +1080,12 @@ class _Writer:
                      *(as_text(n).ne(Text(figures[n])) for n in stated))
         warning = Text(self.m("workbook.generated.changed"))
         cell = self.live(ws, row + 1, 1, IF(ISERROR(changed), warning, IF(changed, warning, "")))
-        cell.style = "Normal"
+        self.named(cell, "Normal")
         cell.font = CHECK_FONT
         for n, text in enumerate(lines):
             row += 2 if n == 0 else 1
             put_text(ws.cell(row, 1), text)
-            ws.cell(row, 1).alignment = Alignment(wrap_text=True, vertical="top")
+            ws.cell(row, 1).alignment = WRAP_TOP
             ws.merge_cells(start_row=row, start_column=1, end_row=row, end_column=last_col)
             width = sum(ws.column_dimensions[get_column_letter(c)].width or 8.43
                         for c in range(1, last_col + 1))
@@ -975,7 +1201,7 @@ class _Writer:
             self.define(name, ws, f"$B${r}")
         row += len(project) - 3
         put_text(ws.cell(row + 5, 1), m("workbook.timeline.note"))
-        ws.cell(row + 5, 1).font = Font(italic=True, color="595959")
+        ws.cell(row + 5, 1).font = SUBTITLE_FONT
         self.widths(ws, [34, 11, 11])
         ws.freeze_panes = ws.cell(head + 1, first_col)
         self.page_setup(ws)
@@ -1033,10 +1259,10 @@ class _Writer:
         s = self.plan.scenario
         self.widths(ws, [46, 20, 16, 24])
         put_text(ws.cell(1, 1), s.name)
-        ws.cell(1, 1).font = Font(bold=True, size=16)
+        ws.cell(1, 1).font = COVER_FONT
         if s.description:
             put_text(ws.cell(2, 1), s.description)
-            ws.cell(2, 1).alignment = Alignment(wrap_text=True, vertical="top")
+            ws.cell(2, 1).alignment = WRAP_TOP
             ws.merge_cells("A2:D2")
             ws.row_dimensions[2].height = (line_height(True) * wrapped_lines(s.description, 120 / 1.1)
                                            if has_wide(s.description)
@@ -1050,8 +1276,8 @@ class _Writer:
                        plural_text(master, m("workbook.summary.status.fail.one"),
                                    m("workbook.summary.status.fail.other"))))
         cell = self.live(ws, 5, 1, status)
-        cell.style = "Normal"
-        cell.font = Font(bold=True, size=14)
+        self.named(cell, "Normal")
+        cell.font = TITLE_FONT
         fine = "AND(ISNUMBER(master_check),master_check=0)"
         ws.conditional_formatting.add("A5:D5", FormulaRule(formula=[fine], fill=OK_RULE_FILL))
         ws.conditional_formatting.add("A5:D5", FormulaRule(formula=[f"NOT({fine})"], fill=BAD_RULE_FILL))
@@ -1065,8 +1291,8 @@ class _Writer:
                      plural_text(count, m("workbook.summary.warnings.some.one"),
                                  m("workbook.summary.warnings.some.other"))))
         cell = self.live(ws, row + 1, 1, line)
-        cell.style = "Normal"
-        cell.font = Font(bold=True, color="9C5700")
+        self.named(cell, "Normal")
+        cell.font = WARNING_HEAD_FONT
         row = self.summary_row(ws, row + 2, "warning_count", m("workbook.summary.warnings.heading"))
         for warning in self.model.warnings():
             self.flag_line(ws, row, warning, WARNING_FONT)
@@ -1090,10 +1316,10 @@ class _Writer:
                     indicative = m("workbook.summary.total_indicative")
                     label = self.live(ws, row, 1, IF(ISERROR(master), indicative,
                                                      IF(master.eq(0), m("workbook.summary.total"), indicative)))
-                    label.style = "Normal"
-                    label.font = Font(bold=True)
+                    self.named(label, "Normal")
+                    label.font = BOLD_FONT
                     row = self.summary_row(ws, row, name, None)
-                    ws.cell(row - 1, 2).font = Font(bold=True)
+                    ws.cell(row - 1, 2).font = BOLD_FONT
                     continue
                 label = m(f"workbook.summary.labels.{name}") if name in SUMMARY_LABELS else None
                 row = self.summary_row(ws, row, name, label)
@@ -1119,8 +1345,8 @@ class _Writer:
             self.flag_format(ws, cell.coordinate, getattr(item, "kind", "") == "warning"
                              or name == "warning_count")
         if name == "master_check":
-            ws.cell(row, 1).font = Font(bold=True)
-            cell.font = Font(bold=True)
+            ws.cell(row, 1).font = BOLD_FONT
+            cell.font = BOLD_FONT
         return row + 1
 
     def flag_line(self, ws, row: int, item: Item, font: Font) -> None:
@@ -1131,7 +1357,7 @@ class _Writer:
         cannot = Text(self.m("workbook.summary.cannot_compute", label=item.label))
         cell = self.live(ws, row, 1, IF(ISERROR(flag), cannot,
                                         IF(flag.eq(0), "", IF(ISERROR(detail), cannot, detail))))
-        cell.style = "Normal"
+        self.named(cell, "Normal")
         cell.font = font
 
     def layout_reasoning(self, ws, row: int) -> int:
@@ -1148,10 +1374,10 @@ class _Writer:
         self.header(ws, 4, [m("workbook.glossary.columns.term"), m("workbook.glossary.columns.meaning")])
         for r, term in enumerate(GLOSSARY, 5):
             put_text(ws.cell(r, 1), m(f"workbook.glossary.terms.{term}.term"))
-            ws.cell(r, 1).font = Font(bold=True)
+            ws.cell(r, 1).font = BOLD_FONT
             put_text(ws.cell(r, 2), m(f"workbook.glossary.terms.{term}.meaning"))
-            ws.cell(r, 2).alignment = Alignment(wrap_text=True, vertical="top")
-            ws.cell(r, 1).alignment = Alignment(vertical="top")
+            ws.cell(r, 2).alignment = WRAP_TOP
+            ws.cell(r, 1).alignment = TOP_ALIGNMENT
         self.widths(ws, [26, 110])
         self.page_setup(ws)
 
@@ -1170,8 +1396,8 @@ class _Writer:
                 if c in arrays:
                     cell._style = copy(arrays[c])
                     continue
-                cell.protection = Protection(locked=False)
-                cell.border = Border(bottom=THIN)
+                cell.protection = UNLOCKED
+                cell.border = BOTTOM_BORDER
                 if c == 1:
                     cell.number_format = DATE_FORMAT
                 arrays[c] = copy(cell._style)

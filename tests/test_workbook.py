@@ -444,3 +444,32 @@ def test_widths_count_cjk_characters_twice(zh_book):
     label = _zh("workbook.cashflow.periods.reserved_term")
     cell = next(c for c in ws["A"] if c.value == label)
     assert cell.alignment.wrap_text and (ws.row_dimensions[cell.row].height or 15) >= 30
+
+
+@pytest.mark.parametrize("start_style", ["Input", "Calculation", "Header", None])
+@pytest.mark.parametrize("width", [2, 3, 7])
+def test_a_sheet_merges_a_row_as_openpyxl_does(start_style, width):
+    """The writer's sheets merge a row faster (the cells between the second and the last copy
+    the second's style): the cells and the book's style lists are what openpyxl's own gives."""
+    from openpyxl.styles import Border, Side
+    from openpyxl.worksheet.worksheet import Worksheet
+
+    from budget.workbook import _Sheet, _styles
+
+    def merged(kind):
+        wb = openpyxl.Workbook()
+        _styles(wb)
+        ws = kind(parent=wb, title="S")
+        wb._add_sheet(ws)
+        ws.cell(3, 2, "a long line of prose")
+        if start_style:
+            ws.cell(3, 2).style = start_style
+        ws.cell(3, 1 + width).border = Border(right=Side(style="thin"), bottom=Side(style="double"))
+        ws.cell(4, 3, 5)
+        ws.merge_cells(start_row=3, start_column=2, end_row=3, end_column=1 + width)
+        cells = {key: (type(c).__name__, c._value, None if c._style is None else tuple(c._style))
+                 for key, c in ws._cells.items()}
+        lists = [list(getattr(wb, k)) for k in ("_fonts", "_fills", "_borders", "_alignments", "_protections")]
+        return cells, lists, [str(r) for r in ws.merged_cells.ranges]
+
+    assert merged(_Sheet) == merged(Worksheet)
