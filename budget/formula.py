@@ -565,6 +565,9 @@ _COMPILED: dict[str, Callable[[dict, Mapping], dict]] = {}
 _FAILED = type("_Failed", (), {"__repr__": lambda self: "FAILED"})()  # i18n: not text
 _SPECIALIZED: dict[str, Callable] = {}
 _MAX_SPECIALIZATIONS = 256     # per Specializer: distinct sets of fixed conditions seen
+# Items whose Python text is shorter than this (a few products) compute about as fast as
+# their remembered values are looked up (measured on the sweep scenarios' searches).
+_WORTH_REMEMBERING = 150
 
 
 class _Unsupported(Exception):
@@ -600,12 +603,13 @@ class _Render:
             self.refs.add(name)
         return self.ident(name)
 
-    def probe(self, e: Expr, test: bool):
-        """The probe's outcome (_FAILED while collecting) and its index."""
+    def probe(self, e: Expr | str, test: bool):
+        """The outcome (_FAILED while collecting) of a fixed part (an expression, or its Python
+        text), and its index."""
         i = self.count
         self.count += 1
         if self.outcome is None:
-            self.probes.append((e.python(), test))
+            self.probes.append((e if isinstance(e, str) else e.python(), test))
             return _FAILED, i
         return self.outcome[i], i
 
@@ -656,6 +660,11 @@ class _Render:
         if kind is UpTo:
             return f"{self.ref(e.name)}[:_k + 1]"
         if kind is PerRow:
+            if not self.plain and e.rows not in self.spec.varying:
+                state, _i = self.probe(f"len(v[{e.rows!r}])", True)
+                if state is False:      # no rows: the empty tuple, the rows' formula never runs
+                    self.walk_dead(e.expr)
+                    return "()"
             return f"tuple(({self.r(e.expr, True)}) for _k in range(len({self.ref(e.rows)})))"  # i18n: not text
         raise _Unsupported(kind.__name__)
 
@@ -812,7 +821,7 @@ class Specializer:
             assign = [f"{render.ident(self.items[i][0])} = {texts[i]}" for i in members]
             if not group:                   # the same at every call: computed once, here
                 lines += ["    " + a for a in assign]
-            elif group | self.steady >= every:
+            elif group | self.steady >= every or sum(map(len, assign)) < _WORTH_REMEMBERING:
                 body += ["        " + a for a in assign]
             else:
                 lines.append(f"    C{n} = {{}}")

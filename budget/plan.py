@@ -7,6 +7,7 @@ source a reviewer will read next to it. `build_plan` evaluates the model over th
 from __future__ import annotations
 
 import datetime as dt
+import itertools
 import math
 from dataclasses import dataclass, field, replace
 from types import MappingProxyType
@@ -313,7 +314,7 @@ def size_and_lay_out(s: Scenario, catalog: Catalog, inputs: dict[str, InputValue
             if not (given and held >= set(LAYOUT_INPUTS)):
                 raise
     if given and held >= set(LAYOUT_INPUTS):
-        pinned = evaluate(Layout.from_inputs({"cp_size": space.cp_choices()[0], "ep_size": space.ep_choices()[0], **pins}),
+        pinned = evaluate.one(Layout.from_inputs({"cp_size": space.cp_choices()[0], "ep_size": space.ep_choices()[0], **pins}),
                           given)
         explanation = fmt("plan.layout.pinned_fits" if pinned.fits else "plan.layout.pinned_does_not_fit", lang,
                           layout=pinned.layout.describe(pinned.values["dp_size"], lang),
@@ -611,13 +612,18 @@ def _item_problem(model: Model, name: str, kind: str):
 MAX_PROJECT_DAYS = 36_525   # a century: dates stay displayable, the week grid fits a sheet
 
 
+_PLANS_WITH_CANDIDATES = itertools.count()
+
+
 def _candidate_values(model: Model, inputs: dict, values: dict, lookups: Mapping,
                       candidates) -> tuple[Mapping[str, object], ...]:
     """Every model value at each candidate's layout: the model evaluated over `inputs` with the
     layout's, which is `values` (the model over `inputs`) with the items the layout affects
     evaluated anew, in the model's order (the same numbers, the same order of names)."""
     layouts = [c.layout.as_inputs() for c in candidates]
-    if any(name not in inputs for layout in layouts for name in layout):
+    # the re-evaluating function compiles in about the time of 40 whole evaluations: a process
+    # compiles it when it plans its second scenario (a sweep, a package, options)
+    if next(_PLANS_WITH_CANDIDATES) == 0 or any(name not in inputs for layout in layouts for name in layout):
         return tuple(MappingProxyType(model.evaluate({**inputs, **layout}, lookups)) for layout in layouts)
     rerun = model.dependents(set(LAYOUT_INPUTS), tuple(model.items))
     return tuple(MappingProxyType(rerun({**values, **layout}, lookups)) for layout in layouts)
