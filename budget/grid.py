@@ -87,7 +87,7 @@ def write_grid(w, ws, top: int, first_col: int, variants: list[Variant], model: 
     `w` is the workbook writer (its `formula`, `input_value` and `live` helpers record the
     Python value of every formula cell for the recalculation tests).
     """
-    from .workbook import BOLD_FONT, number_format
+    from .workbook import BOLD_FONT, excel, number_format
 
     stages = stage_count(variants)
     rows = grid_rows(model, stages)
@@ -106,8 +106,9 @@ def write_grid(w, ws, top: int, first_col: int, variants: list[Variant], model: 
             base, _, k = name.partition("#")
             if k:                              # stage k's row of a row item
                 item = model.items[base]
-                cell = w.formula(ws, r, col, item.expr.excel(_stage_resolver(w, local, row_of, letter, stages, int(k))),
-                                 variant.values[base][int(k)], number_format(item.unit))
+                stage = _stage_resolver(w, local, row_of, letter, stages, int(k))
+                cell = w.formula(ws, r, col, excel(item.expr, stage), variant.values[base][int(k)],
+                                 number_format(item.unit))
                 continue
             if name in model.inputs:
                 d = model.inputs[name]
@@ -127,7 +128,7 @@ def write_grid(w, ws, top: int, first_col: int, variants: list[Variant], model: 
                         cell.number_format = fmt
             else:
                 item = model.items[name]
-                cell = w.formula(ws, r, col, item.expr.excel(resolve), value,
+                cell = w.formula(ws, r, col, excel(item.expr, resolve), value,
                                  number_format(item.unit))
                 if item.is_flag or name == "master_check":
                     w.flag_format(ws, cell.coordinate, item.kind == "warning")

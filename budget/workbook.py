@@ -19,14 +19,16 @@ import math
 import re
 import unicodedata
 import zipfile
-from xml.etree.ElementTree import _escape_cdata
+from itertools import chain
+from xml.etree.ElementTree import _escape_attrib, _escape_cdata
 from copy import copy
 from dataclasses import dataclass, field, replace
+from typing import Callable
 
 from openpyxl import Workbook
 from openpyxl.cell._writer import write_cell
 from openpyxl.cell.cell import ERROR_CODES, ILLEGAL_CHARACTERS_RE, Cell, MergedCell
-from openpyxl.compat import safe_string
+from openpyxl.comments.comment_sheet import CommentRecord
 from openpyxl.drawing.spreadsheet_drawing import SpreadsheetDrawing
 from openpyxl.worksheet._writer import WorksheetWriter
 from openpyxl.worksheet.dimensions import RowDimension, SheetDimension
@@ -51,7 +53,7 @@ from .lineitems import InputDef, Item
 from .model import build_model
 from .model import ACCELERATOR_TABLE, AFTER_SUBTOTAL, ARCHITECTURE_TABLE, COST_LINES, FX_TABLE, MEMO_LINES
 from .plan import Plan, from_serial
-from .reproducible import normalise_xlsx
+from .reproducible import FixedZip, normalise_xlsx  # noqa: F401 (normalise_xlsx: for callers)
 
 CALC_SHEETS = ("Memory", "Parallelism", "Compute", "Schedule", "Timeline", "Cost", "Checks")
 GANTT_COLOURS = ("9DC3E6", "A9D18E", "FFD966", "F4B183", "C9C9C9", "B4A7D6")
@@ -455,6 +457,51 @@ def plural_text(count: Expr, one: str, other: str, **figures) -> Expr:
             a, b = a[:-1] + [a[-1][:-n]], b[:-1] + [b[-1][:-n]]
     choice = IF(count.eq(1), _joined([p for p in a if p != ""]), _joined([p for p in b if p != ""]))
     return _joined([*prefix, choice, *([tail] if tail else [])])
+
+
+def excel(expr: Expr, resolve: Callable[[str], str] = str) -> str:
+    """`expr.excel(resolve)` for an expression of the model (kept for the process): its
+    rendering is a pure function of the tree and of what the (pure) `resolve` gives for each
+    name it asks, so it is rendered once with a marker where each name goes and then joined."""
+    known = _TEMPLATES.get(id(expr))
+    if known is None or known[0] is not expr:
+        known = _template(expr)
+        if known is None:
+            return expr.excel(resolve)
+    if resolve is str:
+        return known[3]
+    parts, names = known[1], known[2]
+    out = [parts[0]]
+    for name, part in zip(names, parts[1:]):
+        out.append(resolve(name))
+        out.append(part)
+    return "".join(out)
+
+
+_TEMPLATES: dict[int, tuple] = {}   # id(expr) -> (expr, the text between names, the names, its text)
+_MARKED = re.compile("\x00([0-9]+)\x01")   # no formula holds these: put_text refuses them in a cell
+
+
+def _template(expr: Expr) -> tuple | None:
+    """The expression rendered with a marker for each name it resolves (in the text's order,
+    which is not always the order it asks in); None when its text holds a marker or does not
+    read back as it renders."""
+    asked: list[str] = []
+
+    def mark(name: str) -> str:
+        asked.append(name)
+        return f"\x00{len(asked) - 1}\x01"
+
+    pieces = _MARKED.split(expr.excel(mark))
+    parts, names = pieces[0::2], [asked[int(k)] for k in pieces[1::2]]
+    plain = expr.excel()
+    if sorted(names) != sorted(asked) or "".join(p for pair in zip(parts, names + [""]) for p in pair) != plain \
+            or "\x00" in plain or "\x01" in plain:
+        return None
+    if len(_TEMPLATES) >= 16384:        # expressions a long run made and dropped: start afresh
+        _TEMPLATES.clear()
+    known = _TEMPLATES[id(expr)] = (expr, parts, names, plain)
+    return known
 
 
 _RULE_STYLES: dict[int, tuple[PatternFill, DifferentialStyle]] = {}
@@ -1181,7 +1228,7 @@ class _Writer:
             put_text(ws.cell(r, 1), m(f"workbook.timeline.phases.{key}"))
             for c, suffix in ((2, "start"), (3, "end")):
                 item = self.model.items[f"{key}_{suffix}"]
-                self.formula(ws, r, c, item.expr.excel(), values[item.name], DATE_FORMAT)
+                self.formula(ws, r, c, excel(item.expr), values[item.name], DATE_FORMAT)
                 self.define(item.name, ws, f"${get_column_letter(c)}${r}")
             colour = GANTT_COLOURS[n % len(GANTT_COLOURS)]
             rule = FormulaRule(formula=[f"AND({first}${head}<$C{r},{first}${head}+7>$B{r})"],
@@ -1195,7 +1242,7 @@ class _Writer:
             name = item.name
             put_text(ws.cell(r, 1), m("workbook.timeline.label_note", label=item.label, note=item.note)
                      if item.note else item.label)
-            self.formula(ws, r, 2, item.expr.excel(), values[name], number_format(item.unit))
+            self.formula(ws, r, 2, excel(item.expr), values[name], number_format(item.unit))
             if item.unit != "date":
                 put_text(ws.cell(r, 3), self.unit_text(item.unit))
             self.define(name, ws, f"$B${r}")
@@ -1220,13 +1267,13 @@ class _Writer:
             self.formula(ws, row, col, self.candidate_cells[n][name], value, None)
             return
         item = self.model.items[name]
-        cell = self.formula(ws, row, col, item.expr.excel(resolve), value, number_format(item.unit))
+        cell = self.formula(ws, row, col, excel(item.expr, resolve), value, number_format(item.unit))
         if item.is_flag:
             self.flag_format(ws, cell.coordinate, item.kind == "warning")
 
     def item_row(self, ws, row: int, item: Item) -> None:
         put_text(ws.cell(row, 1), item.label)
-        cell = self.formula(ws, row, 2, item.expr.excel(), self.plan.values[item.name],
+        cell = self.formula(ws, row, 2, excel(item.expr), self.plan.values[item.name],
                             number_format(item.unit))
         self.unit_cell(ws, row, 3, item.unit)
         put_text(ws.cell(row, 4), item.name)
@@ -1438,25 +1485,9 @@ class _Writer:
 
     def fonts(self) -> None:
         """Every font names its face: a font without a name prints in the viewer's fallback
-        (a serif in LibreOffice) beside Calibri text."""
-        fonts = self.wb._fonts
-        named: dict[int, int | None] = {}   # font id -> the id of that font named, None: has a name
-        for ws in self.wb.worksheets:
-            for row in _rows_of_cells(ws).values():
-                for c in row:
-                    if not c.has_style:
-                        continue
-                    old = c._style.fontId
-                    if old not in named:     # each font copied once, not once per cell
-                        font = fonts[old]
-                        if font.name:
-                            named[old] = None
-                        else:
-                            font = copy(font)
-                            font.name = BODY_FONT
-                            named[old] = fonts.add(font)
-                    if named[old] is not None:
-                        c._style.fontId = named[old]
+        (a serif in LibreOffice) beside Calibri text. The sheet writer names each cell's font
+        as it writes the cell (_FontNames), in the order this pass once walked the cells."""
+        self.font_names = _FontNames(self.wb._fonts)
 
     def build(self) -> WorkbookResult:
         self.inputs()
@@ -1481,50 +1512,82 @@ class _Writer:
         self.wide_sheets()
         self.fonts()
         buffer = io.BytesIO()
-        # openpyxl's save, stored rather than deflated: normalise_xlsx compresses each entry once
-        with zipfile.ZipFile(buffer, "w", zipfile.ZIP_STORED, allowZip64=True) as archive:
-            _FastExcelWriter(self.wb, archive).save()
-        self.result.data = normalise_xlsx(buffer.getvalue())
+        # openpyxl's save into an archive that deflates each entry once, with fixed dates
+        _FastExcelWriter(self.wb, FixedZip(buffer), self.font_names).save()
+        self.result.data = buffer.getvalue()
         return self.result
 
 
-def _rows_of_cells(ws) -> dict[int, list]:
-    """The sheet's cells row by row, each row in column order: the cells made, not the empty
-    ones `ws.iter_rows()` would make for every gap (a sheet's gaps are most of its grid)."""
-    rows: dict[int, list] = {}
-    for (r, _), cell in sorted(ws._cells.items()):
-        rows.setdefault(r, []).append(cell)
-    return rows
+class _FontNames:
+    """Font ids -> the id of the same font with its face named (BODY_FONT where it had none),
+    each unnamed font copied once and added to the book's fonts when first met."""
+
+    def __init__(self, fonts):
+        self.fonts = fonts
+        self.named: dict[int, int] = {}
+
+    def __call__(self, old: int) -> int:
+        font = self.fonts[old]
+        if font.name:
+            new = old
+        else:
+            font = copy(font)
+            font.name = BODY_FONT
+            new = self.fonts.add(font)
+        self.named[old] = new
+        return new
 
 
 class _FastSheetWriter(WorksheetWriter):
-    """openpyxl's worksheet writer with the common cells (numbers, formulas, plain text, empty
-    styled cells) written as text in one piece rather than one ElementTree element each: the
-    very bytes openpyxl writes (every bundled scenario's workbook is byte-identical), in about
-    half the time. Anything else (a comment, a link, rich text, a date, a boolean, text that
-    needs xml:space) goes through openpyxl's own write_cell.
+    """openpyxl's worksheet writer with the cells written as text in one piece rather than one
+    ElementTree element each, and the conditional formats and data validations likewise: the
+    very bytes openpyxl writes (every bundled scenario's workbook is byte-identical), in a
+    fraction of the time. A cell of another kind (a comment, a link, rich text, a date, a
+    boolean, text that needs xml:space) goes through openpyxl's own write_cell.
 
-    Every row from the first to the last is written, an empty one as `<row r="n" />`, and the
-    dimension spans A1 to the last cell: the bytes the book had when its sheets were walked
-    with `ws.iter_rows()`, which filled each gap with an empty cell."""
+    Every row from the first to the last is written, an empty one as `<row r="n"></row>`, and
+    the dimension spans A1 to the last cell: the bytes the book had when its sheets were walked
+    with `ws.iter_rows()`, which filled each gap with an empty cell.
 
-    dxf_ids: dict[int, tuple[object, int | None]]     # the book's: set by _FastExcelWriter
+    The book's cell styles are found by their bytes (openpyxl hashed each cell's style), after
+    the cell's font is named (_FontNames): the fonts and styles are added to the book's lists
+    in the order openpyxl's walk over the cells added them."""
+
+    book: "_FastExcelWriter"        # set by _FastExcelWriter
 
     def write_formatting(self):
         """openpyxl's, with each differential style's id found once per book (by identity):
         openpyxl compared every rule's style with each one held, twice."""
         empty = DifferentialStyle()
         styles = self.ws.parent._differential_styles
+        dxf_ids = self.book.dxf_ids
         for cf in self.ws.conditional_formatting:
             for rule in cf.rules:
                 dxf = rule.dxf
-                known = self.dxf_ids.get(id(dxf))
+                known = dxf_ids.get(id(dxf))
                 if known is None or known[0] is not dxf:
                     index = styles.add(dxf) if dxf and dxf != empty else None
-                    known = self.dxf_ids[id(dxf)] = (dxf, index)
+                    known = dxf_ids[id(dxf)] = (dxf, index)
                 if known[1] is not None:
                     rule.dxfId = known[1]
-            self.xf.send(cf.to_tree())
+            text = _formatting_xml(cf)
+            if text is None:
+                self.xf.send(cf.to_tree())
+            else:
+                xf = self.xf.send(True)
+                xf._file(text)
+                self.xf.send(None)
+
+    def write_validations(self):
+        dv = self.ws.data_validations
+        if not dv:
+            return
+        text = _validations_xml(dv)
+        if text is None:
+            return super().write_validations()
+        xf = self.xf.send(True)
+        xf._file(text)
+        self.xf.send(None)
 
     def write_dimensions(self):
         cells = self.ws._cells
@@ -1534,77 +1597,182 @@ class _FastSheetWriter(WorksheetWriter):
         last_col = max(c for _, c in cells)
         self.xf.send(SheetDimension(f"A1:{get_column_letter(last_col)}{last_row}").to_tree())
 
-    def rows(self):
-        cells = self.ws._cells
-        rows: dict[int, list] = {r: [] for r in range(1, max((r for r, _ in cells), default=0) + 1)}
-        for (r, _), cell in sorted(cells.items()):
-            rows[r].append(cell)
-        for r in self.ws.row_dimensions.keys() - rows.keys():
-            rows[r] = []
-        return sorted(rows.items())
-
-    def write_row(self, xf, row, row_idx):
-        if any(cell._comment is not None or cell.hyperlink for cell in row):
-            return super().write_row(xf, row, row_idx)
-        attrs = {"r": f"{row_idx}"}
-        attrs.update(self.ws.row_dimensions.get(row_idx, {}))
-        with xf.element("row", attrs):
-            parts: list[str] = []
-            for cell in row:
-                value = cell._value
-                styled = cell.has_style
-                if value is None and not styled:
+    def write_rows(self):
+        ws, book = self.ws, self.book
+        dims = ws.row_dimensions
+        ids, cell_styles = book.style_ids, ws.parent._cell_styles
+        xf = self.xf.send(True)
+        with xf.element("sheetData"):
+            out: list[str] = []
+            last = 0                    # the last row begun
+            for (r, col), cell in sorted(ws._cells.items()):
+                if r != last:
+                    if last:
+                        out.append("</row>")
+                    for gap in range(last + 1, r + 1):
+                        dim = dict.get(dims, gap)
+                        out.append(f'<row r="{gap}">' if dim is None else _row_head(gap, dim))  # i18n: not text
+                        if gap < r:
+                            out.append("</row>")
+                    last, row = r, str(r)
+                style = cell._style
+                if cell._comment is not None or (type(cell) is Cell and cell._hyperlink is not None):
+                    out = self._openpyxl_cell(xf, out, cell, style is not None and style.tobytes() != _PLAIN)
                     continue
-                text = _cell_xml(cell, value, styled)
-                if text is None:
-                    if parts:
-                        xf._file("".join(parts))
-                        parts = []
-                    write_cell(xf, self.ws, cell, styled)
+                value = cell._value
+                if style is None:
+                    if value is None:
+                        continue
+                    styled = ""
                 else:
-                    parts.append(text)
-            if parts:
-                xf._file("".join(parts))
+                    key = style.tobytes()
+                    styled = ids.get(key)
+                    if styled is None:
+                        if key == _PLAIN:
+                            if value is None:
+                                continue
+                            styled = ""
+                        else:
+                            book.font_name(cell)         # its font named before its id is found
+                            styled = ids[key] = f' s="{cell_styles.add(style)}"'
+                kind = cell.data_type
+                kind_of_value = type(value)
+                if kind == "f" and kind_of_value is str:
+                    text = value[1:]
+                    if "&" in text or "<" in text or ">" in text:
+                        text = _escape_cdata(text)
+                    out.append(f'<c r="{_LETTERS[col]}{row}"{styled}><f>{text}</f><v /></c>')
+                elif kind == "s" and kind_of_value is str and value and (
+                        not (value[0].isspace() or value[-1].isspace()) or not value.strip()):
+                    if "&" in value or "<" in value or ">" in value:
+                        value = _escape_cdata(value)
+                    out.append(f'<c r="{_LETTERS[col]}{row}"{styled} t="inlineStr"><is><t>{value}</t></is></c>')
+                elif kind == "n" and value is None:
+                    out.append(f'<c r="{_LETTERS[col]}{row}"{styled} t="n" />')
+                elif kind == "n" and (kind_of_value is int or kind_of_value is float and math.isfinite(value)):
+                    out.append(f'<c r="{_LETTERS[col]}{row}"{styled} t="n"><v>{"%.16g" % value}</v></c>')
+                else:
+                    out = self._openpyxl_cell(xf, out, cell, bool(styled))
+            if last:
+                out.append("</row>")
+            for r in sorted(r for r in dims.keys() if r > last):   # rows with only a height
+                out.append(_row_head(r, dims[r]) + "</row>")
+            xf._file("".join(out))
+        self.xf.send(None)
+
+    def _openpyxl_cell(self, xf, out: list[str], cell, styled: bool) -> list[str]:
+        """A cell as openpyxl's write_row writes it (the text so far written first)."""
+        xf._file("".join(out))
+        if cell._comment is not None:
+            self.ws._comments.append(CommentRecord.from_cell(cell))
+        elif cell._value is None and not styled:
+            return []
+        if styled:
+            self.book.font_name(cell)
+        write_cell(xf, self.ws, cell, styled)
+        return []
 
 
-def _cell_xml(cell, value, styled: bool) -> str | None:
-    """One cell as openpyxl's etree_write_cell writes it, or None when it is not a common case."""
-    kind = cell.data_type
-    head = f'<c r="{cell.coordinate}" s="{cell.style_id}"' if styled else f'<c r="{cell.coordinate}"'
-    if kind == "n":
-        if value is None:
-            return head + ' t="n" />'
-        if type(value) is int or (type(value) is float and math.isfinite(value)):
-            return f'{head} t="n"><v>{safe_string(value)}</v></c>'
+_PLAIN = StyleArray().tobytes()     # a style array of a cell without a style
+
+
+def _row_head(r: int, dim) -> str:
+    """A row's start tag with its dimension's attributes, as openpyxl writes it."""
+    return f'<row r="{r}"' + "".join(f' {k}="{_escape_attrib(v)}"' for k, v in dim) + ">"  # i18n: not text
+_LETTERS = [""] + [get_column_letter(c) for c in range(1, 16385)]
+
+
+def _formatting_xml(cf) -> str | None:
+    """A ConditionalFormatting as openpyxl's to_tree writes it, for rules of a type, a priority,
+    a differential style and formulas; None for anything else."""
+    if cf.pivot is not None:
         return None
-    if kind == "f":
-        if type(value) is str:
-            return f"{head}><f>{_escape_cdata(value[1:])}</f><v /></c>"
-        return None
-    if kind == "s" and type(value) is str and value:
-        stripped = value.strip()
-        if stripped and value != stripped:      # openpyxl adds xml:space="preserve"
+    parts = [f'<conditionalFormatting sqref="{_escape_attrib(str(cf.sqref))}">']  # i18n: not text
+    for rule in cf.rules:
+        fields = rule.__dict__
+        if any(fields.get(name) is not None for name in _OTHER_RULE_FIELDS) or not rule.formula \
+                or type(rule.priority) is not int or not isinstance(rule.dxfId, (int, type(None))):
             return None
-        return f'{head} t="inlineStr"><is><t>{_escape_cdata(value)}</t></is></c>'
-    return None
+        parts.append(f'<cfRule type="{_escape_attrib(rule.type)}" priority="{rule.priority}"'  # i18n: not text
+                     + ("" if rule.dxfId is None else f' dxfId="{rule.dxfId}"') + ">")
+        for formula in rule.formula:
+            if type(formula) is not str or not formula:
+                return None
+            parts.append(f"<formula>{_escape_cdata(formula)}</formula>")
+        parts.append("</cfRule>")
+    if not cf.rules:
+        return None
+    parts.append("</conditionalFormatting>")
+    return "".join(parts)
+
+
+# Rule fields _formatting_xml does not write (any of them set: openpyxl writes the rule)
+_OTHER_RULE_FIELDS = ("rank", "equalAverage", "operator", "aboveAverage", "stdDev", "stopIfTrue", "timePeriod",
+                      "text", "percent", "bottom", "colorScale", "dataBar", "iconSet")
+_VALIDATION_FIELDS = ("showDropDown", "showInputMessage", "showErrorMessage", "allowBlank", "errorTitle", "error",
+                      "promptTitle", "prompt", "type", "errorStyle", "imeMode", "operator")
+
+
+def _validations_xml(dvs) -> str | None:
+    """A sheet's DataValidationList as openpyxl's to_tree writes it (validations without cells
+    left out); None when it is not the common case."""
+    if dvs.disablePrompts is not None or dvs.xWindow is not None or dvs.yWindow is not None:
+        return None
+    shown = [dv for dv in dvs.dataValidation if dv.sqref]
+    parts = [f'<dataValidations count="{len(shown)}">']  # i18n: not text
+    for dv in shown:
+        parts.append(f'<dataValidation sqref="{_escape_attrib(str(dv.sqref))}"')  # i18n: not text
+        for name in _VALIDATION_FIELDS:
+            value = getattr(dv, name)
+            if value is None:
+                continue
+            if type(value) is bool:
+                value = "1" if value else "0"
+            elif type(value) is not str:
+                return None
+            parts.append(f' {name}="{_escape_attrib(value)}"')
+        formulas = [(tag, getattr(dv, tag)) for tag in ("formula1", "formula2")]
+        formulas = [(tag, text) for tag, text in formulas if text is not None]
+        if not formulas:
+            parts.append(" />")
+            continue
+        parts.append(">")
+        for tag, text in formulas:
+            stripped = text.strip() if type(text) is str and text else None
+            if stripped is None or (stripped and text != stripped):     # empty, or openpyxl adds xml:space
+                return None
+            parts.append(f"<{tag}>{_escape_cdata(text)}</{tag}>")
+        parts.append("</dataValidation>")
+    if not shown:
+        return None
+    parts.append("</dataValidations>")
+    return "".join(parts)
 
 
 class _FastExcelWriter(ExcelWriter):
-    def __init__(self, workbook, archive):
+    def __init__(self, workbook, archive, font_names: _FontNames):
         super().__init__(workbook, archive)
-        self.dxf_ids: dict[int, tuple[object, int | None]] = {}
+        self.dxf_ids: dict[int, tuple[object, int | None]] = {}   # differential style ids, by identity
+        # a cell's style array (its bytes, before its font is named) -> ' s="its id in the book"'
+        self.style_ids: dict[bytes, str] = {}
+        self.font_names = font_names
+
+    def font_name(self, cell) -> None:
+        """Name the font of a styled cell before its style's id is found."""
+        style = cell._style
+        named = self.font_names.named.get(style[0])
+        style[0] = self.font_names(style[0]) if named is None else named
 
     def write_worksheet(self, ws):
         ws._drawing = SpreadsheetDrawing()
         ws._drawing.charts = ws._charts
         ws._drawing.images = ws._images
-        writer = _FastSheetWriter(ws)
-        writer.dxf_ids = self.dxf_ids
+        writer = _FastSheetWriter(ws, out=io.BytesIO())
+        writer.book = self
         writer.write()
         ws._rels = writer._rels
-        self._archive.write(writer.out, ws.path[1:])
+        self._archive.writestr(ws.path[1:], writer.read())
         self.manifest.append(ws)
-        writer.cleanup()
 
 
 WEEK_ALIGNMENT = Alignment(text_rotation=90, horizontal="center")   # the Timeline's week heads
