@@ -109,10 +109,10 @@ class Candidate:
 
     def sort_key(self):
         # Days, then cost; ties go to the simpler layout, then to more memory headroom.
-        lay = self.layout
-        return (round(self.train_days, 9), round(self.values["total_cost"], 6),
+        lay, v = self.layout, self.values
+        return (round(v["train_days"], 9), round(v["total_cost"], 6),
                 RECOMPUTE_MODES.index(lay.recompute), lay.zero_stage, lay.cp, lay.ep, lay.pp, lay.tp,
-                -self.values["memory_headroom_gb"], lay.micro_batch, lay.sequence_parallel)
+                -v["memory_headroom_gb"], lay.micro_batch, lay.sequence_parallel)
 
 
 @dataclass(frozen=True)
@@ -186,15 +186,17 @@ class Space:
             dp = gpu_count // (tp * pp * cp)
             # sequence parallelism splits along TP: without TP only its first value ("no") applies
             sps = self._choices("sequence_parallel", sp_values if tp > 1 else sp_values[:1])
+            split = (int(tp), int(pp), int(cp))
             for mb in mbs:
                 if self.global_batch % (dp * mb):
                     continue
                 # interleaving needs the micro-batches per pipeline to be a multiple of PP
                 if self.virtual_stages > 1 and (self.global_batch // (dp * mb)) % pp:
                     continue
+                t, p, c, m = *split, int(mb)
                 for zero, rc, sp, ep in product(zeros, rcs, sps, eps):
                     if dp % ep == 0:     # EP inside DP
-                        yield Layout(int(tp), int(pp), int(mb), int(zero), rc, sp, int(cp), int(ep))
+                        yield Layout(t, p, m, int(zero), rc, sp, c, int(ep))
 
 
     def interleavings(self) -> list[int]:
@@ -319,6 +321,24 @@ class Evaluator:
         values = self.run(self._environment(layout, gpu_count), self.tables)
         return Candidate(layout, {k: values[k] for k in RANKED_OUTPUTS})
 
+    def each(self, layouts, gpu_count: int) -> list[Candidate]:
+        """[self(layout, gpu_count) for layout in layouts], in one loop (the search's)."""
+        fast = self._fast if self._fast is not None else self._specialised()
+        if not fast:
+            return [self(layout, gpu_count) for layout in layouts]
+        count, outputs, out = float(gpu_count), RANKED_OUTPUTS, []
+        for lay in layouts:
+            self.calls += 1
+            try:
+                values = fast(float(lay.tp), float(lay.pp), float(lay.micro_batch), float(lay.zero_stage),
+                              lay.recompute, lay.sequence_parallel, float(lay.cp), float(lay.ep), count)
+            except Exception:   # the plain function raises what it raises, in its own order
+                self.calls -= 1
+                out.append(self.one(lay, gpu_count))
+                continue
+            out.append(Candidate(lay, dict(zip(outputs, values))))
+        return out
+
     def one(self, layout: Layout, gpu_count: int) -> Candidate:
         """One layout (a pinned one), by the plain function: specialising costs a process about
         as much as a few hundred layouts evaluated plainly, the same numbers."""
@@ -329,13 +349,15 @@ class Evaluator:
 
 def search(evaluate: Evaluator, space: Space, gpu_count: int, keep: int = 10) -> SearchResult:
     """The best fitting layouts for `gpu_count`, best first. Raises NoLayoutFits."""
-    candidates = [evaluate(layout, gpu_count) for layout in space.options(gpu_count)]
-    fitting = sorted((c for c in candidates if c.fits), key=Candidate.sort_key)
+    candidates = evaluate.each(space.options(gpu_count), gpu_count)
+    fits = [c.fits for c in candidates]
+    fitting = sorted([c for c, f in zip(candidates, fits) if f], key=Candidate.sort_key)
     if not fitting:
         raise NoLayoutFits(_why_none(candidates, gpu_count))
     best = fitting[0]
     # Faster layouts that do not fit, the nearest to fitting first: they show what memory costs.
-    faster = sorted((c for c in candidates if not c.fits and c.train_days < best.train_days - 1e-9),
+    limit = best.train_days - 1e-9
+    faster = sorted([c for c, f in zip(candidates, fits) if not f and c.values["train_days"] < limit],
                     key=lambda c: (c.values["memory_per_gpu_gb"], c.sort_key()))
     return SearchResult(gpu_count, len(candidates), len(fitting), tuple(fitting[:keep]),
                         tuple(_distinct(faster, 3)), tuple(sorted(space.pins)),
