@@ -42,7 +42,7 @@ from openpyxl.utils import get_column_letter
 from .bind import excel_serial, from_serial
 from .formula import IF, Ref, _approx_equal, _eq, _ge, _gt, _le, _lt
 from .model import COST_LINES
-from .workbook import BOLD_FONT, NOTE_FONT, SECTION_FONT, live_text, put_text
+from .workbook import BOLD_FONT, NOTE_FONT, SECTION_FONT, column_dimension, live_text, put_text
 
 FIRST_COL = 5          # E: the first month; A label, B sum of months, C Cost sheet, D unit
 MONEY = "#,##0"
@@ -165,7 +165,7 @@ def write_cashflow(w, ws, plan) -> None:
         fis_years.append(float(day.year + (1 if fy > 1 and day.month >= fy else 0)))
         w.formula(ws, fis, col, f"YEAR({x}{head})+IF(AND(fiscal_year_start_month>1,"
                                 f"MONTH({x}{head})>=fiscal_year_start_month),1,0)", fis_years[-1], "0")
-        ws.column_dimensions[x].width = 11
+        column_dimension(ws, x).width = 11
     s.label(ends, tx("workbook.cashflow.month_ends"))
     s.label(cal, tx("workbook.cashflow.calendar_year"))
     s.label(fis, tx("workbook.cashflow.fiscal_year"))

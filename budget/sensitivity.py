@@ -56,12 +56,21 @@ def cases(plan) -> list[Case]:
 
 
 _LAST_CASES: list = []      # [plan, its cases]: the last plan's, held until the next plan's
+_PLANS_SEEN = [0]           # plans whose cases this process has evaluated
 
 
 def _cases(plan) -> list[Case]:
     model, v = plan.model, plan.values
     lookups = {name: t.lookup() for name, t in plan.tables.items()}
     base_inputs = {k: v[k] for k in model.inputs}
+    # From a process's second plan on, the model runs at the plan's inputs once and each what-if
+    # recomputes only the items its input affects (model.dependents), the others being the
+    # same: the values a whole evaluation at the what-if's inputs gives, in the same order.
+    # Compiling those functions costs about two plans' whole evaluations, so a process with
+    # one plan evaluates whole.
+    _PLANS_SEEN[0] += 1
+    base = model.evaluate(base_inputs, lookups) if _PLANS_SEEN[0] > 1 else None
+    everything = tuple(model.items)
     out = []
     for key, (target, _, spread, _, _, _) in UNCERTAIN.items():
         for end in ("low", "high"):
@@ -71,7 +80,8 @@ def _cases(plan) -> list[Case]:
                 value, formula = v[factor], factor
             else:
                 value, formula = v[target] * v[factor], f"{target}*{factor}"
-            values = model.evaluate({**base_inputs, target: value}, lookups)
+            values = (model.evaluate({**base_inputs, target: value}, lookups) if base is None else
+                      model.dependents({target}, everything)({**base, target: value}, lookups))
             out.append(Case(key, end, target, value, formula, values))
     return out
 

@@ -31,10 +31,12 @@ from openpyxl.cell.cell import ERROR_CODES, ILLEGAL_CHARACTERS_RE, Cell, MergedC
 from openpyxl.comments.comment_sheet import CommentRecord
 from openpyxl.drawing.spreadsheet_drawing import SpreadsheetDrawing
 from openpyxl.worksheet._writer import WorksheetWriter
-from openpyxl.worksheet.dimensions import RowDimension, SheetDimension
+from openpyxl.worksheet.dimensions import ColumnDimension, RowDimension, SheetDimension
+from openpyxl.utils.units import DEFAULT_COLUMN_WIDTH
 from openpyxl.worksheet.worksheet import Worksheet
 from openpyxl.styles.numbers import BUILTIN_FORMATS_MAX_SIZE, BUILTIN_FORMATS_REVERSE
 from openpyxl.writer.excel import ExcelWriter
+from openpyxl.formatting.formatting import ConditionalFormatting, ConditionalFormattingList
 from openpyxl.formatting.rule import FormulaRule, Rule
 from openpyxl.styles.differential import DifferentialStyle
 from openpyxl.styles import Alignment, Border, Font, NamedStyle, PatternFill, Protection, Side
@@ -42,7 +44,10 @@ from openpyxl.styles.cell_style import StyleArray
 from openpyxl.utils import get_column_letter, range_boundaries
 from openpyxl.utils.indexed_list import IndexedList
 from openpyxl.worksheet.pagebreak import Break
-from openpyxl.workbook.defined_name import DefinedName
+from openpyxl.workbook.defined_name import RESERVED, DefinedName
+from openpyxl.worksheet.cell_range import MultiCellRange
+from openpyxl.xml.functions import Element
+from openpyxl.compat import safe_string
 from openpyxl.worksheet.datavalidation import DataValidation
 from openpyxl.worksheet.page import PageMargins
 
@@ -266,12 +271,18 @@ class _Sheet(Worksheet):
         cell = self._cells.get((row, column))
         return _new_cell(self, row, column) if cell is None else cell
 
+    def _setup(self):
+        super()._setup()
+        self.conditional_formatting = _Formats()
+
     def _clean_merge_range(self, mcr):
         """openpyxl's, for a range of one row: the cells after the first become MergedCells and
         take the first one's borders and protection (MergedCellRange.format). The cells between
         the second and the last start alike and go through the same steps, so openpyxl runs
         them on the second and the others copy its style: the same styles, added to the book's
-        lists in the same order."""
+        lists in the same order. The steps' outcome depends only on the first cell's style (the
+        others start empty), so it is remembered per book under that style: the styles they add
+        are in the lists from the first time."""
         row, first, last = mcr.min_row, mcr.min_col, mcr.max_col
         if mcr.max_row != row or last - first < 2:
             return super()._clean_merge_range(mcr)
@@ -279,20 +290,55 @@ class _Sheet(Worksheet):
         for col in range(first + 1, last + 1):
             cells[row, col] = MergedCell(self, row, col)
         start, second, end = mcr.start_cell, cells[row, first + 1], cells[row, last]
-        edges = {"top": (start, second, end), "left": (start,),
-                 "right": (end,), "bottom": (start, second, end)}
-        for name, edge in edges.items():
-            side = getattr(start.border, name)
-            if side and side.style is None:
-                continue
-            border = Border(**{name: side})
-            for cell in edge:
-                cell.border += border
-        protection = copy(start.protection)
-        for cell in (start, second, end):
-            cell.protection = protection
+        key = None if start._style is None else start._style.tobytes()
+        known = self.merge_styles.get(key)
+        if known is None:
+            edges = {"top": (start, second, end), "left": (start,),
+                     "right": (end,), "bottom": (start, second, end)}
+            for name, edge in edges.items():
+                side = getattr(start.border, name)
+                if side and side.style is None:
+                    continue
+                border = Border(**{name: side})
+                for cell in edge:
+                    cell.border += border
+            protection = copy(start.protection)
+            for cell in (start, second, end):
+                cell.protection = protection
+            known = self.merge_styles[key] = (copy(start._style), copy(second._style), copy(end._style))
+        else:
+            start._style, second._style, end._style = (copy(style) for style in known)
         for col in range(first + 2, last):
-            cells[row, col]._style = copy(second._style)
+            cells[row, col]._style = copy(known[1])
+
+    @property
+    def merge_styles(self) -> dict:
+        """The book's merge outcomes (_clean_merge_range): first cell's style -> the styles."""
+        book = self.parent
+        known = getattr(book, "_merge_styles", None)
+        if known is None:
+            known = book._merge_styles = {}
+        return known
+
+
+def column_dimension(ws, letter: str):
+    """`ws.column_dimensions[letter]`, a missing one made as openpyxl's factory makes it (its
+    default width, 13, included) without its descriptors' checks."""
+    dims = ws.column_dimensions
+    dim = dict.get(dims, letter)
+    if dim is None:
+        dim = _NEW_COLUMN_DIMENSION(ColumnDimension)
+        dim.__dict__.update(_COLUMN_DIMENSION_FIELDS)
+        dim.__dict__["index"] = letter
+        dim.parent = ws
+        dim._style = None
+        dict.__setitem__(dims, letter, dim)
+    return dim
+
+
+_NEW_COLUMN_DIMENSION = ColumnDimension.__new__
+_COLUMN_DIMENSION_FIELDS = {"width": DEFAULT_COLUMN_WIDTH, "min": None, "max": None, "bestFit": False,
+                            "collapsed": False, "index": "A", "hidden": False, "outlineLevel": 0}
 
 
 def row_dimension(ws, row: int):
@@ -511,12 +557,125 @@ def formula_rule(formula: str, fill: PatternFill) -> Rule:
     """openpyxl's FormulaRule(formula=[formula], fill=fill), its differential style shared by
     every rule with that fill (a module constant), so that writing the book finds the style's
     id once (_FastSheetWriter.write_formatting) rather than comparing it with each one held."""
-    rule = Rule(type="expression", formula=[formula])
+    rule = _NEW_RULE(Rule)           # Rule(type="expression", formula=[formula]), made without its checks
+    rule.__dict__.update(_RULE_FIELDS)
+    rule.__dict__["formula"] = [formula]
     known = _RULE_STYLES.get(id(fill))
     if known is None or known[0] is not fill:
         known = _RULE_STYLES[id(fill)] = (fill, DifferentialStyle(fill=fill))
     rule.dxf = known[1]
     return rule
+
+
+_NEW_RULE = Rule.__new__
+_RULE_FIELDS = {k: v for k, v in Rule(type="expression", formula=["x"]).__dict__.items() if k != "formula"}
+
+
+class _Formats(ConditionalFormattingList):
+    """A sheet's conditional formats: openpyxl's list with a range's rules kept under the
+    range's text as openpyxl writes it (the str of its MultiCellRange, by which openpyxl's keys
+    compare), so adding a rule makes no ConditionalFormatting and reads a range once a process."""
+
+    def __init__(self):
+        super().__init__()
+        self.by_range: dict[str, list[Rule]] = {}
+
+    def add(self, range_string, cfRule):
+        if not isinstance(cfRule, Rule):
+            return super().add(range_string, cfRule)      # refuses it
+        key = _sqref(range_string) if isinstance(range_string, str) else str(range_string.sqref)
+        self.max_priority += 1
+        if not cfRule.priority:
+            cfRule.priority = self.max_priority
+        rules = self.by_range.get(key)
+        if rules is None:
+            rules = self.by_range[key] = []
+        rules.append(cfRule)
+
+    def __bool__(self):
+        return bool(self.by_range)
+
+    def __len__(self):
+        return len(self.by_range)
+
+    def __iter__(self):
+        for key, rules in self.by_range.items():
+            cf = ConditionalFormatting(key)
+            cf.rules = rules
+            yield cf
+
+    def __getitem__(self, key):
+        return self.by_range[_sqref(key) if isinstance(key, str) else str(key.sqref)]
+
+    def __delitem__(self, key):
+        del self.by_range[_sqref(key)]
+
+
+_SQREFS: dict[str, str] = {}
+
+
+def _sqref(text: str) -> str:
+    """A range as openpyxl writes it (its ranges parsed and sorted), remembered."""
+    known = _SQREFS.get(text)
+    if known is None:
+        if len(_SQREFS) >= 65536:
+            _SQREFS.clear()
+        known = _SQREFS[text] = str(MultiCellRange(text))
+    return known
+
+
+class _Name(DefinedName):
+    """A workbook-scope defined name (_defined_name), written as openpyxl's to_tree writes it
+    without walking its fields' descriptors."""
+
+    def to_tree(self, tagname=None, idx=None, namespace=None):
+        fields = self.__dict__
+        if tagname not in (None, self.tagname) or namespace is not None \
+                or any(fields.get(key) is not None for key in _NAME_OTHERS):
+            return super().to_tree(tagname, idx, namespace)
+        name = fields["name"]
+        node = Element(self.tagname, {"name": "_xlnm." + name if name in RESERVED else name})
+        node.text = safe_string(fields["attr_text"])
+        return node
+
+
+_NEW_NAME = _Name.__new__
+_NAME_FIELDS = dict(DefinedName("x", attr_text="x").__dict__)
+_NAME_OTHERS = [key for key in DefinedName.__attrs__ if key not in ("name", "attr_text")]
+
+
+def _defined_name(name: str, text: str) -> DefinedName:
+    """DefinedName(name, attr_text=text), made without its descriptors' checks."""
+    node = _NEW_NAME(_Name)
+    fields = node.__dict__
+    fields.update(_NAME_FIELDS)
+    fields["name"] = name
+    fields["attr_text"] = text
+    return node
+
+
+_NEW_VALIDATION = DataValidation.__new__
+_VALIDATION_DEFAULTS = {k: v for k, v in DataValidation().__dict__.items() if k != "sqref"}
+
+
+def _data_validation(**fields) -> DataValidation:
+    """DataValidation(**fields): the defaults copied, the fields given set through openpyxl."""
+    dv = _NEW_VALIDATION(DataValidation)
+    dv.__dict__.update(_VALIDATION_DEFAULTS)
+    dv.__dict__["sqref"] = MultiCellRange()
+    for key, value in fields.items():
+        setattr(dv, key, value)
+    return dv
+
+
+class _Values(dict):
+    """A compiled formula's values: the plan's, read through (a missing name is looked up in
+    `base`); what it writes stays here."""
+
+    __slots__ = ("base",)
+
+    def __missing__(self, key):
+        return self.base[key]
 
 
 class _SameStyles(IndexedList):
@@ -558,6 +717,7 @@ class _Writer:
         self.wrap_top: int | None = None          # style ids wrap_long_text reuses (speed)
         self.top_aligned: dict[int, int] = {}
         self.alignment_looks: dict[int, tuple[bool, bool]] = {}   # alignment id -> _alignment_look
+        self.unit_formulas: dict[tuple[str, str], tuple] = {}    # unit_cell's (formula or None, value)
         _styles(self.wb)
         self.wb.remove(self.wb.active)
         sheets = ["Summary", "Inputs", "Catalog", *CALC_SHEETS, CHANGE_LOG_SHEET]
@@ -598,8 +758,14 @@ class _Writer:
     def live(self, ws, row: int, col: int, expr: Expr, fmt: str | None = None):
         """A formula cell from an expression, its expected value computed by the same compiler
         the planner uses (so text formulas record exactly the text the spreadsheet shows)."""
-        value = compile_items([("_", expr)])(dict(self.plan.values), {})["_"]
-        return self.formula(ws, row, col, expr.excel(), value, fmt)
+        return self.formula(ws, row, col, expr.excel(), self.value_of(expr), fmt)
+
+    def value_of(self, expr: Expr):
+        """What the compiled expression gives over the plan's values (read through, not copied:
+        the compiled function reads its names and writes only its own)."""
+        values = _Values()
+        values.base = self.plan.values
+        return compile_items([("_", expr)])(values, {})["_"]
 
     def unit_parts(self, unit: str, currency: str = "currency") -> list:
         """The unit's display as text and the `currency` cell where its currency token stands."""
@@ -627,11 +793,15 @@ class _Writer:
         label follows the one `currency` input), else text; nothing for text inputs."""
         if not unit or unit == "text":
             return None
-        expr = self.unit_expr(unit, currency=currency)
-        if expr is None:
-            put_text(ws.cell(row, col), self.unit_display(unit))
+        known = self.unit_formulas.get((unit, currency))
+        if known is None:           # the same unit gives the same formula and value in a book
+            expr = self.unit_expr(unit, currency=currency)
+            known = self.unit_formulas[(unit, currency)] = \
+                (None, self.unit_display(unit)) if expr is None else (expr.excel(), self.value_of(expr))
+        if known[0] is None:
+            put_text(ws.cell(row, col), known[1])
             return ws.cell(row, col)
-        cell = self.live(ws, row, col, expr)
+        cell = self.formula(ws, row, col, known[0], known[1], None)
         self.named(cell, "Normal")
         return cell
 
@@ -689,7 +859,7 @@ class _Writer:
         sheet = ws.title
         if name in self.wb.defined_names:
             raise ValueError(f"defined name {name} written twice")  # i18n: not text
-        self.wb.defined_names[name] = DefinedName(name, attr_text=f"'{sheet}'!{ref}")
+        self.wb.defined_names[name] = _defined_name(name, f"'{sheet}'!{ref}")
         self.result.names[name] = f"{sheet}!{ref.replace('$', '')}"
 
     def formula(self, ws, row: int, col: int, text: str, expected, fmt: str | None):
@@ -749,11 +919,9 @@ class _Writer:
         if not cells:
             return
         known: dict[int, float] = {}
-        dims = ws.column_dimensions
-
         def width_of(col: int) -> float:
             if col not in known:
-                known[col] = dims[get_column_letter(col)].width or 8.43
+                known[col] = column_dimension(ws, _LETTERS[col]).width or 8.43
             return known[col]
 
         last = max(c for _, c in cells)         # ws.max_column
@@ -838,7 +1006,7 @@ class _Writer:
 
     def widths(self, ws, widths: list[int]) -> None:
         for i, w in enumerate(widths, 1):
-            ws.column_dimensions[get_column_letter(i)].width = w
+            column_dimension(ws, _LETTERS[i]).width = w
 
     # --- sheets ----------------------------------------------------------------------
     def sectioned_rows(self, ws, row: int, entries, write_row) -> int:
@@ -950,7 +1118,7 @@ class _Writer:
         a line of help shown when the reviewer selects the cell."""
         dv = self._validation(d)
         if dv is None:
-            dv = DataValidation(type="custom", formula1="TRUE")   # a carrier for the input message
+            dv = _data_validation(type="custom", formula1="TRUE")   # a carrier for the input message
             dv.showErrorMessage = False
         else:
             dv.errorTitle = self.m("workbook.validation.error_title")
@@ -965,18 +1133,18 @@ class _Writer:
             prompt = d.help
         dv.prompt = prompt[:255]
         dv.showInputMessage = bool(dv.prompt)
-        dv.add(coord)
+        dv.sqref = MultiCellRange(coord)      # dv.add(coord), the first range
         ws.add_data_validation(dv)
 
     def _validation(self, d: InputDef) -> DataValidation | None:
         m = self.m
         if d.kind == "choice":
             source = d.choices_from or '"' + ",".join(d.choices or ()) + '"'
-            dv = DataValidation(type="list", formula1=source, allow_blank=False)
+            dv = _data_validation(type="list", formula1=source, allow_blank=False)
             dv.error = m("workbook.validation.choice", label=d.label)
             return dv
         if d.kind == "date":
-            dv = DataValidation(type="date", operator="greaterThan", formula1="1")
+            dv = _data_validation(type="date", operator="greaterThan", formula1="1")
             dv.error = m("workbook.validation.date", label=d.label)
             return dv
         if d.kind not in {"integer", "number", "fraction", "range"} or d.minimum is None:
@@ -984,14 +1152,14 @@ class _Writer:
         kind = "whole" if d.kind == "integer" else "decimal"
         low = _num(d.minimum)
         if d.maximum is not None and not d.positive:
-            dv = DataValidation(type=kind, operator="between", formula1=low, formula2=_num(d.maximum))
+            dv = _data_validation(type=kind, operator="between", formula1=low, formula2=_num(d.maximum))
             dv.error = m("workbook.validation.between", label=d.label, low=low, high=_num(d.maximum))
         elif d.positive:
-            dv = DataValidation(type=kind, operator="greaterThan", formula1=low)
+            dv = _data_validation(type=kind, operator="greaterThan", formula1=low)
             dv.error = (m("workbook.validation.above_at_most", label=d.label, low=low, high=_num(d.maximum))
                         if d.maximum is not None else m("workbook.validation.above", label=d.label, low=low))
         else:
-            dv = DataValidation(type=kind, operator="greaterThanOrEqual", formula1=low)
+            dv = _data_validation(type=kind, operator="greaterThanOrEqual", formula1=low)
             dv.error = m("workbook.validation.at_least", label=d.label, low=low)
         dv.allow_blank = d.optional
         return dv
@@ -1134,7 +1302,7 @@ class _Writer:
             put_text(ws.cell(row, 1), text)
             ws.cell(row, 1).alignment = WRAP_TOP
             ws.merge_cells(start_row=row, start_column=1, end_row=row, end_column=last_col)
-            width = sum(ws.column_dimensions[get_column_letter(c)].width or 8.43
+            width = sum(column_dimension(ws, _LETTERS[c]).width or 8.43
                         for c in range(1, last_col + 1))
             ws.row_dimensions[row].height = (line_height(True) * wrapped_lines(text, width / 1.1) if has_wide(text)
                                              else 15 * (1 + int(len(text) * 1.1 // width)))
@@ -1218,7 +1386,7 @@ class _Writer:
                              float(year) if changed else "", "0")
             ws.cell(head - 1, col).font = YEAR_FONT
             ws.cell(head - 1, col).alignment = WEEK_ALIGNMENT    # a number does not spill: 2027 reads upright
-            ws.column_dimensions[letter].width = 3.2
+            column_dimension(ws, letter).width = 3.2
         ws.row_dimensions[head].height = 36
         ws.row_dimensions[head - 1].height = 24
         first, last = get_column_letter(first_col), get_column_letter(first_col + weeks - 1)
@@ -1478,7 +1646,7 @@ class _Writer:
             last = ws.max_column
             if ws.print_area:
                 last = range_boundaries(str(ws.print_area).split(",")[0].split("!")[-1].replace("$", ""))[2]
-            units = sum(ws.column_dimensions[get_column_letter(c)].width or 8.43 for c in range(1, last + 1))
+            units = sum(column_dimension(ws, _LETTERS[c]).width or 8.43 for c in range(1, last + 1))
             if units > WIDE_SHEET_UNITS:
                 ws.page_setup.fitToWidth = 2
                 ws.print_title_cols = "A:A"
@@ -1561,8 +1729,11 @@ class _FastSheetWriter(WorksheetWriter):
         empty = DifferentialStyle()
         styles = self.ws.parent._differential_styles
         dxf_ids = self.book.dxf_ids
-        for cf in self.ws.conditional_formatting:
-            for rule in cf.rules:
+        formats = self.ws.conditional_formatting
+        if not isinstance(formats, _Formats):
+            return super().write_formatting()
+        for key, rules in formats.by_range.items():
+            for rule in rules:
                 dxf = rule.dxf
                 known = dxf_ids.get(id(dxf))
                 if known is None or known[0] is not dxf:
@@ -1570,8 +1741,10 @@ class _FastSheetWriter(WorksheetWriter):
                     known = dxf_ids[id(dxf)] = (dxf, index)
                 if known[1] is not None:
                     rule.dxfId = known[1]
-            text = _formatting_xml(cf)
+            text = _formatting_xml(key, rules)
             if text is None:
+                cf = ConditionalFormatting(key)
+                cf.rules = rules
                 self.xf.send(cf.to_tree())
             else:
                 xf = self.xf.send(True)
@@ -1677,18 +1850,21 @@ _PLAIN = StyleArray().tobytes()     # a style array of a cell without a style
 
 
 def _row_head(r: int, dim) -> str:
-    """A row's start tag with its dimension's attributes, as openpyxl writes it."""
+    """A row's start tag with its dimension's attributes, as openpyxl writes it (a row with only
+    a height, the common case, without walking the dimension's fields)."""
+    fields = dim.__dict__
+    if fields.keys() == _ROW_DIMENSION_FIELDS.keys() and dim._style is None and type(fields["ht"]) is float \
+            and all(fields[k] == v for k, v in _ROW_DIMENSION_FIELDS.items() if k not in ("ht", "index")):
+        return f'<row r="{r}" ht="{"%.16g" % fields["ht"]}" customHeight="1">'  # i18n: not text
     return f'<row r="{r}"' + "".join(f' {k}="{_escape_attrib(v)}"' for k, v in dim) + ">"  # i18n: not text
 _LETTERS = [""] + [get_column_letter(c) for c in range(1, 16385)]
 
 
-def _formatting_xml(cf) -> str | None:
-    """A ConditionalFormatting as openpyxl's to_tree writes it, for rules of a type, a priority,
-    a differential style and formulas; None for anything else."""
-    if cf.pivot is not None:
-        return None
-    parts = [f'<conditionalFormatting sqref="{_escape_attrib(str(cf.sqref))}">']  # i18n: not text
-    for rule in cf.rules:
+def _formatting_xml(sqref: str, rules: list[Rule]) -> str | None:
+    """A range's ConditionalFormatting as openpyxl's to_tree writes it, for rules of a type, a
+    priority, a differential style and formulas; None for anything else."""
+    parts = [f'<conditionalFormatting sqref="{_escape_attrib(sqref)}">']  # i18n: not text
+    for rule in rules:
         fields = rule.__dict__
         if any(fields.get(name) is not None for name in _OTHER_RULE_FIELDS) or not rule.formula \
                 or type(rule.priority) is not int or not isinstance(rule.dxfId, (int, type(None))):
@@ -1700,7 +1876,7 @@ def _formatting_xml(cf) -> str | None:
                 return None
             parts.append(f"<formula>{_escape_cdata(formula)}</formula>")
         parts.append("</cfRule>")
-    if not cf.rules:
+    if not rules:
         return None
     parts.append("</conditionalFormatting>")
     return "".join(parts)
