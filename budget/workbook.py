@@ -11,6 +11,7 @@ plan computed for it, so tests can hold the spreadsheet engine's results against
 
 from __future__ import annotations
 
+import gc
 import hashlib
 from bisect import bisect_right
 from operator import itemgetter
@@ -1657,6 +1658,19 @@ class _Writer:
         as it writes the cell (_FontNames), in the order this pass once walked the cells."""
         self.font_names = _FontNames(self.wb._fonts)
 
+    def release(self) -> None:
+        """Drop what the sheets and the book hold, so that their objects are freed now by
+        reference counting rather than by the cyclic collector (each refers to its sheet)."""
+        for ws in self.wb.worksheets:
+            ws._cells.clear()
+            dict.clear(ws.row_dimensions)
+            dict.clear(ws.column_dimensions)
+            if isinstance(ws.conditional_formatting, _Formats):
+                ws.conditional_formatting.by_range.clear()
+            ws.data_validations.dataValidation = []
+        self.wb.defined_names.clear()
+        self.wb._cell_styles = IndexedList()
+
     def build(self) -> WorkbookResult:
         self.inputs()
         self.catalog()
@@ -2019,4 +2033,19 @@ def _num(x: float) -> str:
 
 
 def write_workbook(plan: Plan) -> WorkbookResult:
-    return _Writer(plan).build()
+    """The plan's workbook. Its ~40,000 openpyxl objects (cells, styles, names, rules) all live
+    until it is written and refer to their sheet, so the cyclic collector's passes while it is
+    built find nothing to free and promote them all, and after it only a full pass would free
+    them: the collector is paused while the book is built (as the caller had it, after), and
+    the sheets' contents are dropped once it is written, so reference counting frees them."""
+    collecting = gc.isenabled()
+    gc.disable()
+    writer = None
+    try:
+        writer = _Writer(plan)
+        return writer.build()
+    finally:
+        if writer is not None:
+            writer.release()
+        if collecting:
+            gc.enable()

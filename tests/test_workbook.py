@@ -473,3 +473,18 @@ def test_a_sheet_merges_a_row_as_openpyxl_does(start_style, width):
         return cells, lists, [str(r) for r in ws.merged_cells.ranges]
 
     assert merged(_Sheet) == merged(Worksheet)
+
+
+def test_writing_a_book_leaves_the_collector_as_it_was(seed_h100):
+    """The collector is paused while a book is built, and left as the caller had it."""
+    import gc
+
+    assert gc.isenabled()
+    write_workbook(seed_h100)
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        write_workbook(seed_h100)
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
