@@ -256,32 +256,45 @@ def write_text_atomically(path: Path, text: str) -> None:
 
 
 class _OpenpyxlWithoutNumpy:
-    """An import finder that answers openpyxl's optional `import numpy` with "not installed".
+    """An import finder that answers openpyxl's optional imports of numpy and Pillow with "not
+    installed".
 
     openpyxl imports numpy, when it is installed, only to accept numpy scalars as cell values
-    (openpyxl.compat.numbers); trainbudget hands it Python numbers only, and numpy's import was
-    about a third of a `generate.py` run's start-up (~0.1 s of 0.3). Only that one import is
-    refused: the finder steps aside once openpyxl's check has run, and an `import numpy` from
-    anywhere else (budget.calibrate) is left alone. Installed by the command line only, so a
-    program that imports trainbudget as a library keeps openpyxl as it always is."""
+    (openpyxl.compat.numbers), and Pillow only to embed images (openpyxl.drawing.image);
+    trainbudget hands it Python numbers and no image, and the two imports were about a third of
+    a `generate.py` run's start-up (numpy ~0.1 s, Pillow ~15 ms). Only those imports are refused,
+    while openpyxl's module that asks runs: the finder steps aside once both have run, and an
+    import of numpy or Pillow from anywhere else (budget.calibrate, the tests) is left alone.
+    Installed by the command line only, so a program that imports trainbudget as a library
+    keeps openpyxl as it always is."""
 
-    CHECK = "openpyxl.compat.numbers"    # i18n: not text (a module name)
+    REFUSED = {"openpyxl.compat.numbers": "numpy", "openpyxl.drawing.image": "PIL"}  # i18n: not text
 
     def find_spec(self, name, path=None, target=None):
-        module = sys.modules.get(self.CHECK)
-        if module is not None and hasattr(module, "NUMPY"):     # the check has run: step aside
+        done = 0
+        for asking, refused in self.REFUSED.items():
+            module = sys.modules.get(asking)
+            if module is None:
+                continue
+            if getattr(module, "__spec__", None) is not None and _initialised(module):
+                done += 1
+            elif name == refused:                       # asked while that module runs
+                raise ModuleNotFoundError(name=name)
+        if done == len(self.REFUSED):                   # both checks have run: step aside
             with contextlib.suppress(ValueError):
                 sys.meta_path.remove(self)
-            return None
-        if name == "numpy" and module is not None:              # asked from within the check
-            raise ModuleNotFoundError(name=name)
         return None
 
     @classmethod
     def install(cls) -> None:
-        if "openpyxl" not in sys.modules and "numpy" not in sys.modules \
+        if not any(m in sys.modules for m in ("openpyxl", *cls.REFUSED.values())) \
                 and not any(isinstance(f, cls) for f in sys.meta_path):
             sys.meta_path.insert(0, cls())
+
+
+def _initialised(module) -> bool:
+    """Whether a module has finished running (a module still being imported is marked so)."""
+    return not getattr(module.__spec__, "_initializing", False)
 
 
 @contextlib.contextmanager

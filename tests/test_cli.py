@@ -327,18 +327,18 @@ def test_the_headline_is_in_the_plans_language(catalog):
     assert _headline(en, "zh") == _headline(zh)
 
 
-def test_the_command_line_does_not_import_numpy_for_openpyxl(tmp_path):
-    # openpyxl imports numpy only to accept numpy scalars; the CLI refuses that one import (a
-    # third of start-up) and leaves numpy importable afterwards, openpyxl working without it.
+def test_the_command_line_does_not_import_numpy_or_pillow_for_openpyxl(tmp_path):
+    # openpyxl imports numpy only to accept numpy scalars and Pillow only for images; the CLI
+    # refuses those imports (a third of start-up) and leaves both importable afterwards.
     code = ("import sys; from budget.cli import main; "
             f"code = main(['-q', '-o', {str(tmp_path)!r}]); "
-            "import openpyxl.compat.numbers as n; "
-            "print(code, 'numpy' in sys.modules, n.NUMPY, "
+            "import openpyxl.compat.numbers as n, openpyxl.drawing.image as i; "
+            "print(code, 'numpy' in sys.modules, 'PIL' in sys.modules, n.NUMPY, bool(i.PILImage), "
             "sum(type(f).__name__ == '_OpenpyxlWithoutNumpy' for f in sys.meta_path)); "
-            "import numpy; print(numpy.ones(2).sum())")
+            "import numpy, PIL.Image; print(numpy.ones(2).sum())")
     run = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert run.returncode == 0, run.stderr
-    assert run.stdout.split() == ["0", "False", "False", "0", "2.0"]
+    assert run.stdout.split() == ["0", "False", "False", "False", "False", "0", "2.0"]
     assert (tmp_path / "gpt3-175b-h100.xlsx").stat().st_size > 0
 
 
