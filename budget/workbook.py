@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import gc
 import hashlib
-from bisect import bisect_right
 from operator import itemgetter
 import io
 import math
@@ -42,12 +41,16 @@ from openpyxl.formatting.rule import FormulaRule, Rule
 from openpyxl.styles.differential import DifferentialStyle
 from openpyxl.styles import Alignment, Border, Font, NamedStyle, PatternFill, Protection, Side
 from openpyxl.styles.cell_style import StyleArray
-from openpyxl.utils import get_column_letter, range_boundaries
+from openpyxl.utils import column_index_from_string, get_column_letter, range_boundaries
 from openpyxl.utils.indexed_list import IndexedList
 from openpyxl.worksheet.pagebreak import Break
-from openpyxl.workbook.defined_name import RESERVED, DefinedName
+from openpyxl.workbook.defined_name import RESERVED, DefinedName, DefinedNameList
+from openpyxl.workbook._writer import WorkbookWriter
+from openpyxl.writer.theme import theme_xml
+from openpyxl.xml.constants import ARC_APP, ARC_CORE, ARC_ROOT_RELS, ARC_STYLE, ARC_THEME, ARC_WORKBOOK, ARC_WORKBOOK_RELS
+from openpyxl.styles.stylesheet import write_stylesheet
 from openpyxl.worksheet.cell_range import MultiCellRange
-from openpyxl.xml.functions import Element
+from openpyxl.xml.functions import Element, tostring
 from openpyxl.compat import safe_string
 from openpyxl.worksheet.datavalidation import DataValidation
 from openpyxl.worksheet.page import PageMargins
@@ -450,7 +453,6 @@ def wrapped_lines(text: str, per_line: float) -> int:
     return lines
 
 
-_first = itemgetter(0)
 _FIELD = re.compile(r"\{(\w+)\}")
 
 
@@ -914,8 +916,8 @@ class _Writer:
         last column when it starts a line of prose. Each row is then as tall as its longest
         wrapped cell (LibreOffice keeps an .xlsx row's stored height).
 
-        A merge here spans one row and only empty cells, so each row's filled columns are read
-        once, before any row is handled."""
+        Text that fits its own column is passed over first (its room is at least that wide);
+        a merge here spans one row and only empty cells, so it changes no other text's room."""
         cells = ws._cells
         if not cells:
             return
@@ -926,36 +928,42 @@ class _Writer:
             return known[col]
 
         last = max(c for _, c in cells)         # ws.max_column
-        texts = sorted(key for key, c in cells.items() if c.data_type == "s" and isinstance(c._value, str))
-        if not texts:
-            return
         aligns, fonts = self.wb._alignments, self.wb._fonts   # styles by id: no proxies, no copies
-        merged = {rng.coord.split(":")[0] for rng in ws.merged_cells.ranges}
-        lines: dict[int, int] = {}
-        cjk: set[int] = set()           # rows with CJK text: its lines are taller
-        filled: dict[int, list[int]] = {}   # row -> its filled columns, in order
-        looks = self.alignment_looks
-        for r, col in texts:
-            c = cells[(r, col)]
+        merged = {(rng.min_row, rng.min_col) for rng in ws.merged_cells.ranges}
+        looks, widths = self.alignment_looks, _WIDTHS
+        texts: list[tuple[int, int]] = []     # text cells that may not fit, not turned nor merged
+        for key, c in cells.items():
+            if c.data_type != "s" or not isinstance(c._value, str):
+                continue
             style = c._style
             align = style[_ALIGNMENT] if style is not None else 0
             look = looks.get(align)
             if look is None:
                 look = looks[align] = _alignment_look(aligns[align])
-            if look[0] or (merged and c.coordinate in merged):      # turned, or merged already
+            if look[0] or key in merged:      # turned, or merged already
                 continue
+            if not look[1]:                   # fits its own column: fits its room
+                shown = widths.get(c._value)
+                if shown is None:
+                    shown = _text_width(c._value)
+                if shown[0] <= width_of(key[1]) * 1.1:
+                    continue
+            texts.append(key)
+        texts.sort()
+        lines: dict[int, int] = {}
+        cjk: set[int] = set()           # rows with CJK text: its lines are taller
+        for r, col in texts:
+            c = cells[(r, col)]
+            look = looks[c._style[_ALIGNMENT] if c._style is not None else 0]
             text = c._value
             shown, wide = _text_width(text)
             own = width_of(col)
-            if not look[1] and shown <= own * 1.1:      # fits its own column: fits its room
-                continue
-            stops = filled.get(r)
-            if stops is None:           # up to the next filled cell, or the last column
-                stops = filled[r] = [k for k in range(1, last + 1)
-                                     if (right := cells.get((r, k))) is not None
-                                     and (right._value is not None or right.has_style)]
-            at = bisect_right(stops, col)
-            span = max(stops[at] - 1 if at < len(stops) else last, col)
+            span = col                  # up to the next filled cell, or the last column
+            while span < last:
+                right = cells.get((r, span + 1))
+                if right is not None and (right._value is not None or right.has_style):
+                    break
+                span += 1
             room = own + sum(width_of(k) for k in range(col + 1, span + 1))
             width = own
             if look[1]:                 # wraps already
@@ -1776,35 +1784,64 @@ class _FastSheetWriter(WorksheetWriter):
         xf._file(text)
         self.xf.send(None)
 
+    def write_cols(self):
+        """openpyxl's <cols>, a column with only a width written without its descriptors."""
+        dims = self.ws.column_dimensions
+        cols = []
+        for dim in dims.values():
+            fields = dim.__dict__
+            width = fields.get("width")
+            if fields.keys() != _COLUMN_DIMENSION_FIELDS.keys() or dim._style is not None \
+                    or type(width) is not float or not width or fields["hidden"] or fields["outlineLevel"] \
+                    or fields["collapsed"] or fields["bestFit"]:
+                return super().write_cols()
+            low, high = fields["min"], fields["max"]
+            if not (low and high):          # ColumnDimension.reindex
+                low = high = column_index_from_string(fields["index"])
+            cols.append((low, width, high))
+        if not cols:
+            return
+        cols.sort(key=_first_of)            # by min, as openpyxl sorts them (stable)
+        dims.max_outline = 0
+        xf = self.xf.send(True)
+        col = '<col width="{}" customWidth="1" min="{}" max="{}" />'  # i18n: not text
+        xf._file("<cols>" + "".join(col.format("%.16g" % width, low, high) for low, width, high in cols) + "</cols>")
+        self.xf.send(None)
+
     def write_dimensions(self):
         cells = self.ws._cells
         if not cells:
             return super().write_dimensions()
-        last_row = max(r for r, _ in cells)
-        last_col = max(c for _, c in cells)
+        last_row = max(cells)[0]
+        last_col = max(map(_column_of, cells))
         self.xf.send(SheetDimension(f"A1:{get_column_letter(last_col)}{last_row}").to_tree())
 
     def write_rows(self):
         ws, book = self.ws, self.book
         dims = ws.row_dimensions
-        ids, cell_styles = book.style_ids, ws.parent._cell_styles
+        ids, cell_styles, letters = book.style_ids, ws.parent._cell_styles, _LETTERS
         xf = self.xf.send(True)
+        cells = ws._cells
         with xf.element("sheetData"):
             out: list[str] = []
+            put = out.append
             last = 0                    # the last row begun
-            for (r, col), cell in sorted(ws._cells.items()):
+            for key in sorted(cells):   # the keys alone: sorting (key, cell) pairs is slower
+                cell = cells[key]
+                r, col = key
                 if r != last:
                     if last:
-                        out.append("</row>")
+                        put("</row>")
                     for gap in range(last + 1, r + 1):
                         dim = dict.get(dims, gap)
-                        out.append(f'<row r="{gap}">' if dim is None else _row_head(gap, dim))  # i18n: not text
+                        put(f'<row r="{gap}">' if dim is None else _row_head(gap, dim))  # i18n: not text
                         if gap < r:
-                            out.append("</row>")
+                            put("</row>")
                     last, row = r, str(r)
                 style = cell._style
                 if cell._comment is not None or (type(cell) is Cell and cell._hyperlink is not None):
                     out = self._openpyxl_cell(xf, out, cell, style is not None and style.tobytes() != _PLAIN)
+                    put = out.append
                     continue
                 value = cell._value
                 if style is None:
@@ -1823,27 +1860,34 @@ class _FastSheetWriter(WorksheetWriter):
                             book.font_name(cell)         # its font named before its id is found
                             styled = ids[key] = f' s="{cell_styles.add(style)}"'
                 kind = cell.data_type
-                kind_of_value = type(value)
-                if kind == "f" and kind_of_value is str:
-                    text = value[1:]
-                    if "&" in text or "<" in text or ">" in text:
-                        text = _escape_cdata(text)
-                    out.append(f'<c r="{_LETTERS[col]}{row}"{styled}><f>{text}</f><v /></c>')
-                elif kind == "s" and kind_of_value is str and value and (
-                        not (value[0].isspace() or value[-1].isspace()) or not value.strip()):
-                    if "&" in value or "<" in value or ">" in value:
-                        value = _escape_cdata(value)
-                    out.append(f'<c r="{_LETTERS[col]}{row}"{styled} t="inlineStr"><is><t>{value}</t></is></c>')
-                elif kind == "n" and value is None:
-                    out.append(f'<c r="{_LETTERS[col]}{row}"{styled} t="n" />')
-                elif kind == "n" and (kind_of_value is int or kind_of_value is float and math.isfinite(value)):
-                    out.append(f'<c r="{_LETTERS[col]}{row}"{styled} t="n"><v>{"%.16g" % value}</v></c>')
-                else:
-                    out = self._openpyxl_cell(xf, out, cell, bool(styled))
+                if kind == "f":
+                    if type(value) is str:
+                        text = value[1:]
+                        if "&" in text or "<" in text or ">" in text:
+                            text = _escape_cdata(text)
+                        put(f'<c r="{letters[col]}{row}"{styled}><f>{text}</f><v /></c>')
+                        continue
+                elif kind == "s":
+                    if type(value) is str and value and (
+                            not (value[0].isspace() or value[-1].isspace()) or not value.strip()):
+                        if "&" in value or "<" in value or ">" in value:
+                            value = _escape_cdata(value)
+                        put(f'<c r="{letters[col]}{row}"{styled} t="inlineStr"><is><t>{value}</t></is></c>')
+                        continue
+                elif kind == "n":
+                    if value is None:
+                        put(f'<c r="{letters[col]}{row}"{styled} t="n" />')
+                        continue
+                    kind_of_value = type(value)
+                    if kind_of_value is int or kind_of_value is float and math.isfinite(value):
+                        put(f'<c r="{letters[col]}{row}"{styled} t="n"><v>{"%.16g" % value}</v></c>')
+                        continue
+                out = self._openpyxl_cell(xf, out, cell, bool(styled))
+                put = out.append
             if last:
-                out.append("</row>")
+                put("</row>")
             for r in sorted(r for r in dims.keys() if r > last):   # rows with only a height
-                out.append(_row_head(r, dims[r]) + "</row>")
+                put(_row_head(r, dims[r]) + "</row>")
             xf._file("".join(out))
         self.xf.send(None)
 
@@ -1861,6 +1905,8 @@ class _FastSheetWriter(WorksheetWriter):
 
 
 _PLAIN = StyleArray().tobytes()     # a style array of a cell without a style
+_column_of = itemgetter(1)           # a cell key's column
+_first_of = itemgetter(0)
 
 
 def _row_head(r: int, dim) -> str:
@@ -1939,6 +1985,49 @@ def _validations_xml(dvs) -> str | None:
     return "".join(parts)
 
 
+class _BookWriter(WorkbookWriter):
+    """openpyxl's workbook part with its defined names (~850 a book) written as text, as
+    ElementTree writes them: the list openpyxl builds is serialised with one stand-in name,
+    whose text is then replaced."""
+
+    def write(self):
+        self.write_properties()
+        self.write_worksheets()
+        self.write_names()
+        self.write_pivots()
+        self.write_views()
+        self.write_refs()
+        names = self.package.definedNames
+        text = _names_xml(names.definedName) if names is not None and names.definedName else None
+        if text is None:
+            return tostring(self.package.to_tree())
+        self.package.definedNames = DefinedNameList(definedName=[DefinedName(_STAND_IN, attr_text=_STAND_IN)])
+        xml = tostring(self.package.to_tree())
+        stand_in = tostring(self.package.definedNames.to_tree())
+        if xml.count(stand_in) != 1:
+            self.package.definedNames = names
+            return tostring(self.package.to_tree())
+        return xml.replace(stand_in, text.encode("utf-8"))
+
+
+_STAND_IN = "trainbudget_defined_names"
+
+
+def _names_xml(names) -> str | None:
+    """<definedNames> as ElementTree writes DefinedNameList.to_tree(), or None when a name is
+    not a plain one (_Name) and not one of a sheet's few (written through openpyxl)."""
+    parts = ["<definedNames>"]
+    for name in names:
+        if type(name) is _Name and all(name.__dict__.get(key) is None for key in _NAME_OTHERS) \
+                and type(name.attr_text) is str and name.name not in RESERVED:
+            parts.append(f'<definedName name="{_escape_attrib(name.name)}">'  # i18n: not text
+                         f"{_escape_cdata(name.attr_text)}</definedName>")
+        else:
+            parts.append(tostring(name.to_tree()).decode("utf-8"))
+    parts.append("</definedNames>")
+    return "".join(parts)
+
+
 class _FastExcelWriter(ExcelWriter):
     def __init__(self, workbook, archive, font_names: _FontNames):
         super().__init__(workbook, archive)
@@ -1952,6 +2041,30 @@ class _FastExcelWriter(ExcelWriter):
         style = cell._style
         named = self.font_names.named.get(style[0])
         style[0] = self.font_names(style[0]) if named is None else named
+
+    def write_data(self):
+        """openpyxl's ExcelWriter.write_data (3.1), with the workbook part written by
+        _BookWriter (its defined names as text)."""
+        from openpyxl.packaging.extended import ExtendedProperties
+
+        if len(self.workbook.custom_doc_props) >= 1:
+            return super().write_data()     # not written by this writer's copy
+        archive = self._archive
+        archive.writestr(ARC_APP, tostring(ExtendedProperties().to_tree()))
+        archive.writestr(ARC_CORE, tostring(self.workbook.properties.to_tree()))
+        archive.writestr(ARC_THEME, self.workbook.loaded_theme or theme_xml)
+        self._write_worksheets()
+        self._write_chartsheets()
+        self._write_images()
+        self._write_charts()
+        self._write_external_links()
+        archive.writestr(ARC_STYLE, tostring(write_stylesheet(self.workbook)))
+        writer = _BookWriter(self.workbook)
+        archive.writestr(ARC_ROOT_RELS, writer.write_root_rels())
+        archive.writestr(ARC_WORKBOOK, writer.write())
+        archive.writestr(ARC_WORKBOOK_RELS, writer.write_rels())
+        self._merge_vba()
+        self.manifest._write(archive, self.workbook)
 
     def write_worksheet(self, ws):
         ws._drawing = SpreadsheetDrawing()
