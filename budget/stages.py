@@ -100,7 +100,15 @@ def _labels(w, ws, n: int) -> dict[str, int]:
 
 def table_cell(w, name: str, k: int) -> str:
     """Cell k of a defined name's range, as a reference ('Inputs'!$B$230): down a column (the
-    stages table on Inputs) or along a row (a row item on the Stages sheet)."""
+    stages table on Inputs) or along a row (a row item on the Stages sheet). A name is defined
+    once (a second definition raises), so its cells are remembered per book."""
+    known = w.table_cells.get((name, k))
+    if known is None:
+        known = w.table_cells[(name, k)] = _table_cell(w, name, k)
+    return known
+
+
+def _table_cell(w, name: str, k: int) -> str:
     sheet, ref = w.result.names[name].split("!")
     first, _, last = ref.partition(":")
     column, row = coordinate_from_string(first)

@@ -645,6 +645,8 @@ class _Name(DefinedName):
 _NEW_NAME = _Name.__new__
 _NAME_FIELDS = dict(DefinedName("x", attr_text="x").__dict__)
 _NAME_OTHERS = [key for key in DefinedName.__attrs__ if key not in ("name", "attr_text")]
+_name_others = itemgetter(*_NAME_OTHERS)      # a _Name's other fields, all None for a plain name
+_NO_OTHERS = (None,) * len(_NAME_OTHERS)
 
 
 def _defined_name(name: str, text: str) -> DefinedName:
@@ -715,12 +717,14 @@ class _Writer:
         self.named_arrays: dict[str, StyleArray] = {}   # named style -> the cell style it sets
         self.format_arrays: dict[tuple[str, str | None], StyleArray] = {}  # and with a number format
         self.format_ids: dict[str, int] = {}            # number format -> its id in the book
+        self.calculation_arrays: dict[str | None, StyleArray] = {}   # formula(): format -> its style
         self.result = WorkbookResult(b"")
         self.candidate_cells: list[dict[str, str]] = []   # per candidate: layout input -> Inputs cell
         self.wrap_top: int | None = None          # style ids wrap_long_text reuses (speed)
         self.top_aligned: dict[int, int] = {}
         self.alignment_looks: dict[int, tuple[bool, bool]] = {}   # alignment id -> _alignment_look
         self.unit_formulas: dict[tuple[str, str], tuple] = {}    # unit_cell's (formula or None, value)
+        self.table_cells: dict[tuple[str, int], str] = {}          # stages.table_cell's answers
         _styles(self.wb)
         self.wb.remove(self.wb.active)
         sheets = ["Summary", "Inputs", "Catalog", *CALC_SHEETS, CHANGE_LOG_SHEET]
@@ -866,10 +870,16 @@ class _Writer:
         self.result.names[name] = f"{sheet}!{ref.replace('$', '')}"
 
     def formula(self, ws, row: int, col: int, text: str, expected, fmt: str | None):
-        cell = ws.cell(row, col)
+        cell = ws._cells.get((row, col))
+        if cell is None:
+            cell = _new_cell(ws, row, col)
         _bind(cell, "=" + text)
-        self.styled(cell, "Calculation", fmt)
-        self.result.expected[f"{ws.title}!{get_column_letter(col)}{row}"] = expected
+        array = self.calculation_arrays.get(fmt)
+        if array is None:           # styled(cell, "Calculation", fmt), remembered by format
+            self.styled(cell, "Calculation", fmt)
+            array = self.calculation_arrays[fmt] = self.format_arrays[("Calculation", fmt)]
+        cell._style = StyleArray(array)
+        self.result.expected[f"{ws.title}!{_LETTERS[col]}{row}"] = expected
         return cell
 
     def header(self, ws, row: int, labels: list[str]) -> None:
@@ -927,7 +937,7 @@ class _Writer:
                 known[col] = column_dimension(ws, _LETTERS[col]).width or 8.43
             return known[col]
 
-        last = max(c for _, c in cells)         # ws.max_column
+        last = max(map(_column_of, cells))      # ws.max_column
         aligns, fonts = self.wb._alignments, self.wb._fonts   # styles by id: no proxies, no copies
         merged = {(rng.min_row, rng.min_col) for rng in ws.merged_cells.ranges}
         looks, widths = self.alignment_looks, _WIDTHS
@@ -1652,7 +1662,7 @@ class _Writer:
         for ws in self.wb.worksheets:
             if not ws.sheet_properties.pageSetUpPr.fitToPage or ws.page_setup.fitToWidth != 1:
                 continue
-            last = ws.max_column
+            last = max(map(_column_of, ws._cells), default=1)     # ws.max_column
             if ws.print_area:
                 last = range_boundaries(str(ws.print_area).split(",")[0].split("!")[-1].replace("$", ""))[2]
             units = sum(column_dimension(ws, _LETTERS[c]).width or 8.43 for c in range(1, last + 1))
@@ -2018,7 +2028,7 @@ def _names_xml(names) -> str | None:
     not a plain one (_Name) and not one of a sheet's few (written through openpyxl)."""
     parts = ["<definedNames>"]
     for name in names:
-        if type(name) is _Name and all(name.__dict__.get(key) is None for key in _NAME_OTHERS) \
+        if type(name) is _Name and _name_others(name.__dict__) == _NO_OTHERS \
                 and type(name.attr_text) is str and name.name not in RESERVED:
             parts.append(f'<definedName name="{_escape_attrib(name.name)}">'  # i18n: not text
                          f"{_escape_cdata(name.attr_text)}</definedName>")
