@@ -659,6 +659,7 @@ def _defined_name(name: str, text: str) -> DefinedName:
     return node
 
 
+_VALIDATIONS: dict[tuple[str, str, str], tuple[InputDef, DataValidation]] = {}   # _Writer.validate's
 _NEW_VALIDATION = DataValidation.__new__
 _VALIDATION_DEFAULTS = {k: v for k, v in DataValidation().__dict__.items() if k != "sqref"}
 
@@ -1134,7 +1135,18 @@ class _Writer:
 
     def validate(self, ws, coord: str, d: InputDef) -> None:
         """Data validation as strict as the scenario schema (divisors above 0), with the unit and
-        a line of help shown when the reviewer selects the cell."""
+        a line of help shown when the reviewer selects the cell. It is a function of the input,
+        the cells and the language alone, and nothing changes it once made, so one object serves
+        every book of a process (the writer reads it)."""
+        key = (self.plan.lang, d.name, coord)
+        known = _VALIDATIONS.get(key)
+        if known is None or known[0] is not d:
+            if len(_VALIDATIONS) >= 16384:
+                _VALIDATIONS.clear()
+            known = _VALIDATIONS[key] = (d, self.new_validation(coord, d))
+        ws.add_data_validation(known[1])
+
+    def new_validation(self, coord: str, d: InputDef) -> DataValidation:
         dv = self._validation(d)
         if dv is None:
             dv = _data_validation(type="custom", formula1="TRUE")   # a carrier for the input message
@@ -1153,7 +1165,7 @@ class _Writer:
         dv.prompt = prompt[:255]
         dv.showInputMessage = bool(dv.prompt)
         dv.sqref = MultiCellRange(coord)      # dv.add(coord), the first range
-        ws.add_data_validation(dv)
+        return dv
 
     def _validation(self, d: InputDef) -> DataValidation | None:
         m = self.m
@@ -1965,33 +1977,50 @@ def _validations_xml(dvs) -> str | None:
     if dvs.disablePrompts is not None or dvs.xWindow is not None or dvs.yWindow is not None:
         return None
     shown = [dv for dv in dvs.dataValidation if dv.sqref]
-    parts = [f'<dataValidations count="{len(shown)}">']  # i18n: not text
-    for dv in shown:
-        parts.append(f'<dataValidation sqref="{_escape_attrib(str(dv.sqref))}"')  # i18n: not text
-        for name in _VALIDATION_FIELDS:
-            value = getattr(dv, name)
-            if value is None:
-                continue
-            if type(value) is bool:
-                value = "1" if value else "0"
-            elif type(value) is not str:
-                return None
-            parts.append(f' {name}="{_escape_attrib(value)}"')
-        formulas = [(tag, getattr(dv, tag)) for tag in ("formula1", "formula2")]
-        formulas = [(tag, text) for tag, text in formulas if text is not None]
-        if not formulas:
-            parts.append(" />")
-            continue
-        parts.append(">")
-        for tag, text in formulas:
-            stripped = text.strip() if type(text) is str and text else None
-            if stripped is None or (stripped and text != stripped):     # empty, or openpyxl adds xml:space
-                return None
-            parts.append(f"<{tag}>{_escape_cdata(text)}</{tag}>")
-        parts.append("</dataValidation>")
     if not shown:
         return None
+    parts = [f'<dataValidations count="{len(shown)}">']  # i18n: not text
+    for dv in shown:
+        known = _VALIDATION_XML.get(id(dv))
+        if known is None or known[0] is not dv:
+            if len(_VALIDATION_XML) >= 16384:
+                _VALIDATION_XML.clear()
+            known = _VALIDATION_XML[id(dv)] = (dv, _validation_xml(dv))
+        if known[1] is None:
+            return None
+        parts.append(known[1])
     parts.append("</dataValidations>")
+    return "".join(parts)
+
+
+# DataValidation -> its XML: _Writer.validate's objects serve every book of a process and are
+# not changed once made, so each is written out once
+_VALIDATION_XML: dict[int, tuple[DataValidation, str | None]] = {}
+
+
+def _validation_xml(dv: DataValidation) -> str | None:
+    """One DataValidation as openpyxl's to_tree writes it, or None when it is not the common case."""
+    parts = [f'<dataValidation sqref="{_escape_attrib(str(dv.sqref))}"']  # i18n: not text
+    for name in _VALIDATION_FIELDS:
+        value = getattr(dv, name)
+        if value is None:
+            continue
+        if type(value) is bool:
+            value = "1" if value else "0"
+        elif type(value) is not str:
+            return None
+        parts.append(f' {name}="{_escape_attrib(value)}"')
+    formulas = [(tag, getattr(dv, tag)) for tag in ("formula1", "formula2")]
+    formulas = [(tag, text) for tag, text in formulas if text is not None]
+    if not formulas:
+        return "".join(parts) + " />"
+    parts.append(">")
+    for tag, text in formulas:
+        stripped = text.strip() if type(text) is str and text else None
+        if stripped is None or (stripped and text != stripped):     # empty, or openpyxl adds xml:space
+            return None
+        parts.append(f"<{tag}>{_escape_cdata(text)}</{tag}>")
+    parts.append("</dataValidation>")
     return "".join(parts)
 
 
