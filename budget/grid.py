@@ -87,7 +87,7 @@ def write_grid(w, ws, top: int, first_col: int, variants: list[Variant], model: 
     `w` is the workbook writer (its `formula`, `input_value` and `live` helpers record the
     Python value of every formula cell for the recalculation tests).
     """
-    from .workbook import BOLD_FONT, excel, number_format
+    from .workbook import BOLD_FONT, Resolved, excel, number_format
 
     stages = stage_count(variants)
     rows = grid_rows(model, stages)
@@ -98,7 +98,8 @@ def write_grid(w, ws, top: int, first_col: int, variants: list[Variant], model: 
         shown = rows if variant.only is None else [n for n in rows if n.partition("#")[0] in variant.only]
         local = {name: f"{letter}{row_of[name]}" for name in shown}
         local.update(variant.ranges)
-        resolve = _stage_resolver(w, local, row_of, letter, stages, None)
+        resolve = Resolved(_stage_resolver(w, local, row_of, letter, stages, None)).__getitem__
+        stage_resolvers: dict[int, Callable[[str], str]] = {}    # stage k -> its rows' resolver
 
         for name in shown:
             r = row_of[name]
@@ -106,7 +107,10 @@ def write_grid(w, ws, top: int, first_col: int, variants: list[Variant], model: 
             base, _, k = name.partition("#")
             if k:                              # stage k's row of a row item
                 item = model.items[base]
-                stage = _stage_resolver(w, local, row_of, letter, stages, int(k))
+                stage = stage_resolvers.get(int(k))
+                if stage is None:
+                    stage = stage_resolvers[int(k)] = \
+                        Resolved(_stage_resolver(w, local, row_of, letter, stages, int(k))).__getitem__
                 cell = w.formula(ws, r, col, excel(item.expr, stage), variant.values[base][int(k)],
                                  number_format(item.unit))
                 continue

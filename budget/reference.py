@@ -30,8 +30,8 @@ from .catalog import Catalog, data_dir, read_bundled
 from .i18n import text
 from .model import REFERENCE_FIGURES, REFERENCE_ROWS, REFERENCE_VALUES
 from .stages import row_resolver, table_cell
-from .workbook import (BOLD_FONT, NAME_FONT, NOTE_FONT, REFERENCE_SHEET, SECTION_FONT, WRAP_TOP, excel,
-                       line_height, number_format, put_text)
+from .workbook import (BOLD_FONT, NAME_FONT, NOTE_FONT, REFERENCE_SHEET, SECTION_FONT, WRAP_TOP, Resolved,
+                       excel, line_height, number_format, put_text)
 
 RUNS = 6              # runs listed (the issue asks for at least five)
 PER_SOURCE = RUNS // 2
@@ -292,12 +292,12 @@ def write_reference(w, ws, plan) -> None:
         if name not in placed:
             placed[name] = row
             row += 1
+    resolvers = [Resolved(row_resolver(w, placed, k, FIRST_COL + k)).__getitem__ for k in range(n)]
     for name, r in placed.items():               # the figures: live formulas, one per run
         item = rows[name]
         _label(w, ws, r, item.label, item.unit, name, n, item.note if name in OWN_ROWS else "")
         for k in range(n):
-            resolve = row_resolver(w, placed, k, FIRST_COL + k)
-            w.formula(ws, r, FIRST_COL + k, excel(item.expr, resolve), plan.values[name][k],
+            w.formula(ws, r, FIRST_COL + k, excel(item.expr, resolvers[k]), plan.values[name][k],
                       COMPACT_FORMATS.get(item.unit, number_format(item.unit)))
         w.define(name, ws, f"${first}${r}:${last}${r}")
     # one page wide at 60% or more (tests/test_print.py): at most about 177 width units in all

@@ -17,7 +17,7 @@ from openpyxl.utils import get_column_letter
 from openpyxl.utils.cell import column_index_from_string, coordinate_from_string
 
 from .model import STAGE_CHECKS, STAGE_VALUES
-from .workbook import NAME_FONT, NOTE_FONT, SECTION_FONT, excel, number_format, put_text
+from .workbook import NAME_FONT, NOTE_FONT, SECTION_FONT, Resolved, excel, number_format, put_text
 
 FIRST_COL = 3         # C: the first stage; A label, B unit
 HEAD_ROW = 4
@@ -44,10 +44,11 @@ def write_stages(w, ws, plan) -> None:
     _head(w, ws, plan, n)
     placed = _labels(w, ws, n)
     first, last = get_column_letter(FIRST_COL), get_column_letter(FIRST_COL + n - 1)
+    resolvers = [Resolved(row_resolver(w, placed, k, FIRST_COL + k)).__getitem__ for k in range(n)]
     for name, r in placed.items():
         item, values = w.model.items[name], plan.values[name]
         for k in range(n):
-            w.formula(ws, r, FIRST_COL + k, excel(item.expr, row_resolver(w, placed, k, FIRST_COL + k)),
+            w.formula(ws, r, FIRST_COL + k, excel(item.expr, resolvers[k]),
                       values[k] if k < len(values) else "", number_format(item.unit))
         if name.startswith("stage_check_"):
             w.flag_format(ws, f"{first}{r}:{last}{r}", blank_ok=True)

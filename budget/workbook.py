@@ -511,7 +511,8 @@ def plural_text(count: Expr, one: str, other: str, **figures) -> Expr:
 def excel(expr: Expr, resolve: Callable[[str], str] = str) -> str:
     """`expr.excel(resolve)` for an expression of the model (kept for the process): its
     rendering is a pure function of the tree and of what the (pure) `resolve` gives for each
-    name it asks, so it is rendered once with a marker where each name goes and then joined."""
+    name it asks, so it is rendered once with a marker where each name goes, and then the names'
+    texts are put in those places (a format string)."""
     known = _TEMPLATES.get(id(expr))
     if known is None or known[0] is not expr:
         known = _template(expr)
@@ -519,15 +520,26 @@ def excel(expr: Expr, resolve: Callable[[str], str] = str) -> str:
             return expr.excel(resolve)
     if resolve is str:
         return known[3]
-    parts, names = known[1], known[2]
-    out = [parts[0]]
-    for name, part in zip(names, parts[1:]):
-        out.append(resolve(name))
-        out.append(part)
-    return "".join(out)
+    return known[1].format(*map(resolve, known[2]))
 
 
-_TEMPLATES: dict[int, tuple] = {}   # id(expr) -> (expr, the text between names, the names, its text)
+class Resolved(dict):
+    """A resolver's answers, remembered: `Resolved(resolve).__getitem__` gives what `resolve`
+    gives, asking it once per name (for a resolver that is a pure function of the name, as
+    the workbook's column and row resolvers are)."""
+
+    __slots__ = ("resolve",)
+
+    def __init__(self, resolve: Callable[[str], str]):
+        super().__init__()
+        self.resolve = resolve
+
+    def __missing__(self, name: str) -> str:
+        text = self[name] = self.resolve(name)
+        return text
+
+
+_TEMPLATES: dict[int, tuple] = {}   # id(expr) -> (expr, its format string, the names, its text)
 _MARKED = re.compile("\x00([0-9]+)\x01")   # no formula holds these: put_text refuses them in a cell
 
 
@@ -549,7 +561,8 @@ def _template(expr: Expr) -> tuple | None:
         return None
     if len(_TEMPLATES) >= 16384:        # expressions a long run made and dropped: start afresh
         _TEMPLATES.clear()
-    known = _TEMPLATES[id(expr)] = (expr, parts, names, plain)
+    fmt = "{}".join(part.replace("{", "{{").replace("}", "}}") for part in parts)
+    known = _TEMPLATES[id(expr)] = (expr, fmt, names, plain)
     return known
 
 
@@ -1384,7 +1397,7 @@ class _Writer:
         for n, values in enumerate(self.plan.candidate_values):
             col = get_column_letter(2 + n)
             refs = {name: f"{col}{at}" for name, at in row_of.items()}
-            resolve = lambda name, refs=refs: refs.get(name, name)  # noqa: E731
+            resolve = Resolved(lambda name, refs=refs: refs.get(name, name)).__getitem__
             for name, at in row_of.items():
                 self.candidate_cell(wk, at, 2 + n, n, name, values[name], resolve)
         wk.freeze_panes = f"B{head + 1}"
