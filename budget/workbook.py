@@ -13,47 +13,45 @@ from __future__ import annotations
 
 import gc
 import hashlib
-from operator import itemgetter
 import io
 import math
 import re
 import unicodedata
-import zipfile
-from itertools import chain
-from xml.etree.ElementTree import _escape_attrib, _escape_cdata
 from copy import copy
 from dataclasses import dataclass, field, replace
+from operator import itemgetter
 from typing import Callable
+from xml.etree.ElementTree import _escape_attrib, _escape_cdata
 
 from openpyxl import Workbook
 from openpyxl.cell._writer import write_cell
 from openpyxl.cell.cell import ERROR_CODES, ILLEGAL_CHARACTERS_RE, Cell, MergedCell
 from openpyxl.comments.comment_sheet import CommentRecord
+from openpyxl.compat import safe_string
 from openpyxl.drawing.spreadsheet_drawing import SpreadsheetDrawing
-from openpyxl.worksheet._writer import WorksheetWriter
-from openpyxl.worksheet.dimensions import ColumnDimension, RowDimension, SheetDimension
-from openpyxl.utils.units import DEFAULT_COLUMN_WIDTH
-from openpyxl.worksheet.worksheet import Worksheet
-from openpyxl.styles.numbers import BUILTIN_FORMATS_MAX_SIZE, BUILTIN_FORMATS_REVERSE
-from openpyxl.writer.excel import ExcelWriter
 from openpyxl.formatting.formatting import ConditionalFormatting, ConditionalFormattingList
 from openpyxl.formatting.rule import FormulaRule, Rule
-from openpyxl.styles.differential import DifferentialStyle
 from openpyxl.styles import Alignment, Border, Font, NamedStyle, PatternFill, Protection, Side
 from openpyxl.styles.cell_style import StyleArray
+from openpyxl.styles.differential import DifferentialStyle
+from openpyxl.styles.numbers import BUILTIN_FORMATS_MAX_SIZE, BUILTIN_FORMATS_REVERSE
+from openpyxl.styles.stylesheet import write_stylesheet
 from openpyxl.utils import column_index_from_string, get_column_letter, range_boundaries
 from openpyxl.utils.indexed_list import IndexedList
-from openpyxl.worksheet.pagebreak import Break
-from openpyxl.workbook.defined_name import RESERVED, DefinedName, DefinedNameList
+from openpyxl.utils.units import DEFAULT_COLUMN_WIDTH
 from openpyxl.workbook._writer import WorkbookWriter
+from openpyxl.workbook.defined_name import RESERVED, DefinedName, DefinedNameList
+from openpyxl.worksheet._writer import WorksheetWriter
+from openpyxl.worksheet.cell_range import MultiCellRange
+from openpyxl.worksheet.datavalidation import DataValidation
+from openpyxl.worksheet.dimensions import ColumnDimension, RowDimension, SheetDimension
+from openpyxl.worksheet.page import PageMargins
+from openpyxl.worksheet.pagebreak import Break
+from openpyxl.worksheet.worksheet import Worksheet
+from openpyxl.writer.excel import ExcelWriter
 from openpyxl.writer.theme import theme_xml
 from openpyxl.xml.constants import ARC_APP, ARC_CORE, ARC_ROOT_RELS, ARC_STYLE, ARC_THEME, ARC_WORKBOOK, ARC_WORKBOOK_RELS
-from openpyxl.styles.stylesheet import write_stylesheet
-from openpyxl.worksheet.cell_range import MultiCellRange
 from openpyxl.xml.functions import Element, tostring
-from openpyxl.compat import safe_string
-from openpyxl.worksheet.datavalidation import DataValidation
-from openpyxl.worksheet.page import PageMargins
 
 from . import __version__
 from .formula import IF, ISERROR, OR, ROUND, Expr, Ref, Text, compile_items, lift
@@ -62,7 +60,7 @@ from .lineitems import InputDef, Item
 from .model import build_model
 from .model import ACCELERATOR_TABLE, AFTER_SUBTOTAL, ARCHITECTURE_TABLE, COST_LINES, FX_TABLE, MEMO_LINES
 from .plan import Plan, from_serial
-from .reproducible import FixedZip, normalise_xlsx  # noqa: F401 (normalise_xlsx: for callers)
+from .reproducible import FixedZip, normalise_xlsx  # noqa: F401 (normalise_xlsx: the name scripts measured)
 
 CALC_SHEETS = ("Memory", "Parallelism", "Compute", "Schedule", "Timeline", "Cost", "Checks")
 GANTT_COLOURS = ("9DC3E6", "A9D18E", "FFD966", "F4B183", "C9C9C9", "B4A7D6")
@@ -2063,6 +2061,7 @@ class _BookWriter(WorkbookWriter):
 
 
 _STAND_IN = "trainbudget_defined_names"
+_WRITE_DATA_OF = "3.1.5"     # the openpyxl whose ExcelWriter.write_data _FastExcelWriter.write_data copies
 
 
 def _names_xml(names) -> str | None:
@@ -2097,10 +2096,11 @@ class _FastExcelWriter(ExcelWriter):
     def write_data(self):
         """openpyxl's ExcelWriter.write_data (3.1), with the workbook part written by
         _BookWriter (its defined names as text)."""
+        from openpyxl import __version__ as openpyxl_version
         from openpyxl.packaging.extended import ExtendedProperties
 
-        if len(self.workbook.custom_doc_props) >= 1:
-            return super().write_data()     # not written by this writer's copy
+        if len(self.workbook.custom_doc_props) >= 1 or openpyxl_version != _WRITE_DATA_OF:
+            return super().write_data()     # not what this copy was made from: openpyxl's own
         archive = self._archive
         archive.writestr(ARC_APP, tostring(ExtendedProperties().to_tree()))
         archive.writestr(ARC_CORE, tostring(self.workbook.properties.to_tree()))
