@@ -38,14 +38,16 @@ from openpyxl.styles.numbers import BUILTIN_FORMATS_MAX_SIZE, BUILTIN_FORMATS_RE
 from openpyxl.styles.stylesheet import write_stylesheet
 from openpyxl.utils import column_index_from_string, get_column_letter, range_boundaries
 from openpyxl.utils.indexed_list import IndexedList
+from openpyxl.utils.escape import escape as header_escape
 from openpyxl.utils.units import DEFAULT_COLUMN_WIDTH
 from openpyxl.workbook._writer import WorkbookWriter
 from openpyxl.workbook.defined_name import RESERVED, DefinedName, DefinedNameList
 from openpyxl.worksheet._writer import WorksheetWriter
 from openpyxl.worksheet.cell_range import MultiCellRange
 from openpyxl.worksheet.datavalidation import DataValidation
-from openpyxl.worksheet.dimensions import ColumnDimension, RowDimension, SheetDimension
-from openpyxl.worksheet.page import PageMargins
+from openpyxl.worksheet.dimensions import ColumnDimension, RowDimension, SheetDimension, SheetFormatProperties
+from openpyxl.worksheet.header_footer import HeaderFooter, HeaderFooterItem, _HeaderFooterPart
+from openpyxl.worksheet.page import PageMargins, PrintOptions, PrintPageSetup
 from openpyxl.worksheet.pagebreak import Break
 from openpyxl.worksheet.worksheet import Worksheet
 from openpyxl.writer.excel import ExcelWriter
@@ -1817,6 +1819,49 @@ class _FastSheetWriter(WorksheetWriter):
         xf._file(text)
         self.xf.send(None)
 
+    def write_format(self):
+        self.ws.sheet_format.outlineLevelCol = self.ws.column_dimensions.max_outline
+        self._send(self.ws.sheet_format)
+
+    def write_print(self):
+        if self.ws.print_options:
+            self._send(self.ws.print_options)
+
+    def write_margins(self):
+        if self.ws.page_margins:
+            self._send(self.ws.page_margins)
+
+    def write_page(self):
+        if self.ws.page_setup:
+            self._send(self.ws.page_setup)
+
+    def write_header(self):
+        hf = self.ws.HeaderFooter
+        if not hf:
+            return
+        text = _header_xml(hf)
+        if text is None:
+            return super().write_header()
+        xf = self.xf.send(True)
+        xf._file(text)
+        self.xf.send(None)
+
+    def _send(self, obj) -> None:
+        """`self.xf.send(obj.to_tree())`, the text remembered per process for the few kinds
+        whose element is a function of their fields alone (_tree_key): every sheet of every
+        book has much the same page set-up and margins."""
+        key = _tree_key(obj)
+        if key is None:
+            return self.xf.send(obj.to_tree())
+        text = _TREES.get(key)
+        if text is None:
+            if len(_TREES) >= 4096:
+                _TREES.clear()
+            text = _TREES[key] = _element_text(obj.to_tree())
+        xf = self.xf.send(True)
+        xf._file(text)
+        self.xf.send(None)
+
     def write_cols(self):
         """openpyxl's <cols>, a column with only a width written without its descriptors."""
         dims = self.ws.column_dimensions
@@ -1935,6 +1980,60 @@ class _FastSheetWriter(WorksheetWriter):
             self.book.font_name(cell)
         write_cell(xf, self.ws, cell, styled)
         return []
+
+
+_TREES: dict[tuple, str] = {}      # _tree_key -> the element's text
+
+
+def _element_text(node) -> str:
+    """An element as the sheet's xmlfile writes it (ElementTree's serialiser, no namespaces)."""
+    import xml.etree.ElementTree as ET
+    return ET.tostring(node, encoding="unicode")
+
+
+_FLAT_KINDS = (PageMargins, PrintOptions, PrintPageSetup, SheetFormatProperties)   # attributes only
+_PLAIN_VALUES = (type(None), bool, int, float, str)
+
+
+def _fields_key(obj) -> tuple | None:
+    """An object's own fields (not its `_` ones) as a key, or None when one is not a plain value."""
+    fields = tuple((k, type(v), v) for k, v in obj.__dict__.items() if not k.startswith("_"))
+    return fields if all(kind in _PLAIN_VALUES for _, kind, _ in fields) else None
+
+
+def _tree_key(obj) -> tuple | None:
+    """What decides the element `obj.to_tree()` gives, for an attribute-only kind (its fields);
+    None for anything else."""
+    kind = type(obj)
+    if kind in _FLAT_KINDS:
+        fields = _fields_key(obj)
+        return None if fields is None else (kind, fields)
+    return None
+
+
+def _header_xml(hf: HeaderFooter) -> str | None:
+    """A sheet's HeaderFooter as its to_tree and HeaderFooterItem.__str__ write it, for items of
+    plain text parts (no font, size, colour or &[...] code); None for anything else."""
+    if any(getattr(hf, name) is not None for name in HeaderFooter.__attrs__):
+        return None
+    out = ["<headerFooter>"]
+    for name in HeaderFooter.__elements__:
+        item = getattr(hf, name)
+        if type(item) is not HeaderFooterItem:
+            return None
+        text = []
+        for key, part in zip("LCR", (item.left, item.center, item.right)):
+            if type(part) is not _HeaderFooterPart or part.font or part.size or part.color:
+                return None
+            if part.text is not None:
+                text.append(f"&{key}{part.text}")
+        text = "".join(text)
+        if "&[" in text:                # a code HeaderFooterItem.__str__ rewrites
+            return None
+        text = header_escape(text)
+        out.append(f"<{name}>{_escape_cdata(text)}</{name}>" if text else f"<{name} />")
+    out.append("</headerFooter>")
+    return "".join(out)
 
 
 _PLAIN = StyleArray().tobytes()     # a style array of a cell without a style
