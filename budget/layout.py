@@ -175,6 +175,12 @@ class Space:
         return self._choices("cp_size", domain if self.seq_len >= CP_MIN_SEQ_LEN else domain[:1])
 
     def options(self, gpu_count: int):
+        for fields in self.option_fields(gpu_count):
+            yield Layout(*fields)
+
+    def option_fields(self, gpu_count: int):
+        """Each layout `options` yields, in its order, as its fields: Layout(*fields) is it (the
+        search makes a Layout only for the layouts it shows)."""
         tps, pps, mbs = self._splits()
         zeros = self._choices("zero_stage")
         rcs = self._choices("recompute")
@@ -196,7 +202,7 @@ class Space:
                 t, p, c, m = *split, int(mb)
                 for zero, rc, sp, ep in product(zeros, rcs, sps, eps):
                     if dp % ep == 0:     # EP inside DP
-                        yield Layout(t, p, m, int(zero), rc, sp, c, int(ep))
+                        yield (t, p, m, int(zero), rc, sp, c, int(ep))
 
 
     def interleavings(self) -> list[int]:
@@ -321,22 +327,21 @@ class Evaluator:
         values = self.run(self._environment(layout, gpu_count), self.tables)
         return Candidate(layout, {k: values[k] for k in RANKED_OUTPUTS})
 
-    def each(self, layouts, gpu_count: int) -> list[Candidate]:
-        """[self(layout, gpu_count) for layout in layouts], in one loop (the search's)."""
+    def rows(self, space: "Space", gpu_count: int) -> list[tuple[tuple, tuple]]:
+        """(fields, values) of each layout of the space at `gpu_count`, in `options` order: the
+        layout's fields (Layout(*fields)) and its RANKED_OUTPUTS, in their order."""
         fast = self._fast if self._fast is not None else self._specialised()
         if not fast:
-            return [self(layout, gpu_count) for layout in layouts]
-        count, outputs, out = float(gpu_count), RANKED_OUTPUTS, []
-        for lay in layouts:
-            self.calls += 1
+            return [(f, tuple(self(Layout(*f), gpu_count).values.values())) for f in space.option_fields(gpu_count)]
+        count, out = float(gpu_count), []
+        append = out.append
+        for f in space.option_fields(gpu_count):
+            t, p, m, z, rc, sp, c, e = f
             try:
-                values = fast(float(lay.tp), float(lay.pp), float(lay.micro_batch), float(lay.zero_stage),
-                              lay.recompute, lay.sequence_parallel, float(lay.cp), float(lay.ep), count)
+                append((f, fast(float(t), float(p), float(m), float(z), rc, sp, float(c), float(e), count)))
+                self.calls += 1
             except Exception:   # the plain function raises what it raises, in its own order
-                self.calls -= 1
-                out.append(self.one(lay, gpu_count))
-                continue
-            out.append(Candidate(lay, dict(zip(outputs, values))))
+                append((f, tuple(self.one(Layout(*f), gpu_count).values.values())))
         return out
 
     def one(self, layout: Layout, gpu_count: int) -> Candidate:
@@ -347,70 +352,93 @@ class Evaluator:
         return Candidate(layout, {k: values[k] for k in RANKED_OUTPUTS})
 
 
+# Where the search reads each of RANKED_OUTPUTS in a layout's values
+_DAYS, _COST = RANKED_OUTPUTS.index("train_days"), RANKED_OUTPUTS.index("total_cost")
+_MEMORY, _HEADROOM = RANKED_OUTPUTS.index("memory_per_gpu_gb"), RANKED_OUTPUTS.index("memory_headroom_gb")
+
+
+def _row_key(row):
+    """Candidate.sort_key of a (fields, values) row."""
+    (tp, pp, mb, zero, rc, sp, cp, ep), v = row
+    return (round(v[_DAYS], 9), round(v[_COST], 6), RECOMPUTE_MODES.index(rc), zero, cp, ep, pp, tp,
+            -v[_HEADROOM], mb, sp)
+
+
+def _faster_key(row):
+    return (row[1][_MEMORY], _row_key(row))
+
+
+def _candidate(row) -> Candidate:
+    return Candidate(Layout(*row[0]), dict(zip(RANKED_OUTPUTS, row[1])))
+
+
 def search(evaluate: Evaluator, space: Space, gpu_count: int, keep: int = 10) -> SearchResult:
-    """The best fitting layouts for `gpu_count`, best first. Raises NoLayoutFits."""
-    candidates = evaluate.each(space.options(gpu_count), gpu_count)
-    fits = [c.fits for c in candidates]
-    fitting = sorted([c for c, f in zip(candidates, fits) if f], key=Candidate.sort_key)
+    """The best fitting layouts for `gpu_count`, best first. Raises NoLayoutFits.
+
+    The layouts are ranked as (fields, values) rows, Candidate.sort_key's order; only those the
+    result shows become Candidates."""
+    rows = evaluate.rows(space, gpu_count)
+    fitting = sorted([r for r in rows if r[1][_FITS] == 0], key=_row_key)
     if not fitting:
-        raise NoLayoutFits(_why_none(candidates, gpu_count))
+        raise NoLayoutFits(_why_none(rows, gpu_count))
     best = fitting[0]
     # Faster layouts that do not fit, the nearest to fitting first: they show what memory costs.
-    limit = best.train_days - 1e-9
-    faster = sorted([c for c, f in zip(candidates, fits) if not f and c.values["train_days"] < limit],
-                    key=lambda c: (c.values["memory_per_gpu_gb"], c.sort_key()))
-    return SearchResult(gpu_count, len(candidates), len(fitting), tuple(fitting[:keep]),
-                        tuple(_distinct(faster, 3)), tuple(sorted(space.pins)),
-                        explain(fitting, faster, len(candidates), gpu_count, evaluate.lang))
+    limit = best[1][_DAYS] - 1e-9
+    faster = sorted([r for r in rows if not r[1][_FITS] == 0 and r[1][_DAYS] < limit], key=_faster_key)
+    shown = [_candidate(r) for r in _distinct(faster, 3)]
+    days, shape = best[1][_DAYS], best[0][:3]
+    ties = sum(1 for r in fitting[1:] if r[1][_DAYS] - days <= 1e-9)
+    second = next((r for r in fitting[1:] if r[0][:3] != shape and r[1][_DAYS] - days > 1e-9), None)
+    ranked = [_candidate(r) for r in fitting[:keep]]
+    return SearchResult(gpu_count, len(rows), len(fitting), tuple(ranked), tuple(shown), tuple(sorted(space.pins)),
+                        explain(ranked[0], ties, second and _candidate(second), shown[0] if shown else None,
+                                len(fitting), len(rows), gpu_count, evaluate.lang))
 
 
-def _distinct(candidates: list[Candidate], n: int) -> list[Candidate]:
-    """The first n with different TP × PP × micro-batch, so rejected rows say different things."""
+def _distinct(rows: list, n: int) -> list:
+    """The first n rows with different TP × PP × micro-batch (× CP × EP), so rejected rows say different things."""
     seen, out = set(), []
-    for c in candidates:
-        key = (c.layout.tp, c.layout.pp, c.layout.micro_batch, c.layout.cp, c.layout.ep)
+    for r in rows:
+        f = r[0]
+        key = (f[0], f[1], f[2], f[6], f[7])
         if key not in seen:
             seen.add(key)
-            out.append(c)
+            out.append(r)
         if len(out) == n:
             break
     return out
 
 
-def _why_none(candidates: list[Candidate], gpu_count: int) -> Msg:
-    if not candidates:
+def _why_none(rows: list, gpu_count: int) -> Msg:
+    if not rows:
         return Msg("layout.none_fits.no_split", gpu_count=gpu_count)
-    least = min(candidates, key=lambda c: c.values["memory_per_gpu_gb"])
+    least = _candidate(min(rows, key=lambda r: r[1][_MEMORY]))
     return Msg("layout.none_fits.no_memory", gpu_count=gpu_count,
                layout=least.layout.described(least.values["dp_size"]),
                memory=least.values["memory_per_gpu_gb"], usable=least.values["usable_hbm_gb"])
 
 
-def explain(fitting: list[Candidate], faster: list[Candidate], evaluated: int, gpu_count: int,
-            lang: str = DEFAULT_LANG) -> str:
+def explain(best: Candidate, ties: int, second: Candidate | None, faster: Candidate | None, fitting: int,
+            evaluated: int, gpu_count: int, lang: str = DEFAULT_LANG) -> str:
     """Why the winner won, in words a reviewer can check against the Parallelism sheet: whole
-    sentences of the catalog (layout.explain), the ones that apply."""
-    best = fitting[0]
+    sentences of the catalog (layout.explain), the ones that apply. `ties`: the other fitting
+    layouts as fast; `second`: the best of those slower with another TP × PP × micro-batch;
+    `faster`: the first faster layout that does not fit."""
     v = best.values
     sentences = [fmt("layout.explain.best", lang, layout=best.layout.describe(v["dp_size"], lang),
-                     fitting=len(fitting), evaluated=evaluated, gpu_count=gpu_count,
+                     fitting=fitting, evaluated=evaluated, gpu_count=gpu_count,
                      train_days=v["train_days"], memory=v["memory_per_gpu_gb"], usable=v["usable_hbm_gb"],
                      bubble=v["bubble_fraction"], comm=v["step_comm_share"], recompute=v["recompute_overhead"])]
-    ties = sum(1 for c in fitting[1:] if c.train_days - best.train_days <= 1e-9)
     if ties:
         sentences.append(fmt("layout.explain.ties", lang, ties=ties))
-    shape = (best.layout.tp, best.layout.pp, best.layout.micro_batch)
-    second = next((c for c in fitting[1:] if (c.layout.tp, c.layout.pp, c.layout.micro_batch) != shape
-                   and c.train_days - best.train_days > 1e-9), None)
     if second is not None:
         sentences.append(fmt("layout.explain.second", lang,
                              layout=second.layout.describe(second.values["dp_size"], lang),
                              gap=second.train_days - best.train_days,
                              reason=text(f"layout.difference.{_main_difference(best, second)}", lang)))
-    if faster:
-        f = faster[0]
-        sentences.append(fmt("layout.explain.faster", lang, layout=f.layout.describe(f.values["dp_size"], lang),
-                             memory=f.values["memory_per_gpu_gb"]))
+    if faster is not None:
+        sentences.append(fmt("layout.explain.faster", lang, layout=faster.layout.describe(faster.values["dp_size"], lang),
+                             memory=faster.values["memory_per_gpu_gb"]))
     return text("layout.explain.join", lang).join(sentences)
 
 
