@@ -410,6 +410,7 @@ def _text_width(text: str) -> tuple[int, bool]:
 
 
 _ALIGNMENT = 5          # a StyleArray's alignmentId
+_FONT_ID = 0            # and its fontId
 
 
 def _alignment_look(align: Alignment) -> tuple[bool, bool]:
@@ -737,6 +738,7 @@ class _Writer:
         self.wrap_top: int | None = None          # style ids wrap_long_text reuses (speed)
         self.top_aligned: dict[int, int] = {}
         self.alignment_looks: dict[int, tuple[bool, bool]] = {}   # alignment id -> _alignment_look
+        self.font_sizes: dict[int, float] = {}    # font id -> its size over 11 points
         self.unit_formulas: dict[tuple[str, str], tuple] = {}    # unit_cell's (formula or None, value)
         self.table_cells: dict[tuple[str, int], str] = {}          # stages.table_cell's answers
         _styles(self.wb)
@@ -941,23 +943,28 @@ class _Writer:
         wrapped cell (LibreOffice keeps an .xlsx row's stored height).
 
         Text that fits its own column is passed over first (its room is at least that wide);
-        a merge here spans one row and only empty cells, so it changes no other text's room."""
+        a merge here spans one row and only empty cells, so it changes no other text's room.
+        A column's width is read (its dimension made, as openpyxl's factory would) only where
+        a text needs it, so the sheet's <cols> stay as they were."""
         cells = ws._cells
         if not cells:
             return
-        known: dict[int, float] = {}
-        def width_of(col: int) -> float:
-            if col not in known:
-                known[col] = column_dimension(ws, _LETTERS[col]).width or 8.43
-            return known[col]
-
         last = max(map(_column_of, cells))      # ws.max_column
+        known: list[float | None] = [None] * (last + 2)   # column -> its width, once read
+
+        def width_of(col: int) -> float:
+            width = known[col] = column_dimension(ws, _LETTERS[col]).width or 8.43
+            return width
+
         aligns, fonts = self.wb._alignments, self.wb._fonts   # styles by id: no proxies, no copies
         merged = {(rng.min_row, rng.min_col) for rng in ws.merged_cells.ranges}
         looks, widths = self.alignment_looks, _WIDTHS
         texts: list[tuple[int, int]] = []     # text cells that may not fit, not turned nor merged
         for key, c in cells.items():
-            if c.data_type != "s" or not isinstance(c._value, str):
+            if c.data_type != "s":
+                continue
+            value = c._value
+            if not isinstance(value, str):
                 continue
             style = c._style
             align = style[_ALIGNMENT] if style is not None else 0
@@ -967,28 +974,41 @@ class _Writer:
             if look[0] or key in merged:      # turned, or merged already
                 continue
             if not look[1]:                   # fits its own column: fits its room
-                shown = widths.get(c._value)
+                shown = widths.get(value)
                 if shown is None:
-                    shown = _text_width(c._value)
-                if shown[0] <= width_of(key[1]) * 1.1:
+                    shown = _text_width(value)
+                col = key[1]
+                width = known[col]
+                if width is None:
+                    width = width_of(col)
+                if shown[0] <= width * 1.1:
                     continue
             texts.append(key)
         texts.sort()
         lines: dict[int, int] = {}
         cjk: set[int] = set()           # rows with CJK text: its lines are taller
-        for r, col in texts:
-            c = cells[(r, col)]
-            look = looks[c._style[_ALIGNMENT] if c._style is not None else 0]
+        sizes = self.font_sizes
+        get = cells.get
+        for key in texts:
+            r, col = key
+            c = cells[key]
+            style = c._style
+            look = looks[style[_ALIGNMENT] if style is not None else 0]
             text = c._value
             shown, wide = _text_width(text)
-            own = width_of(col)
+            own = known[col]
+            if own is None:
+                own = width_of(col)
             span = col                  # up to the next filled cell, or the last column
+            extra = 0                   # the widths right of it, summed left to right
             while span < last:
-                right = cells.get((r, span + 1))
+                right = get((r, span + 1))
                 if right is not None and (right._value is not None or right.has_style):
                     break
                 span += 1
-            room = own + sum(width_of(k) for k in range(col + 1, span + 1))
+                width = known[span]
+                extra += width_of(span) if width is None else width
+            room = own + extra
             width = own
             if look[1]:                 # wraps already
                 pass
@@ -1000,28 +1020,41 @@ class _Writer:
                 _set_style_id(c, "alignmentId", self.wrap_top_id())
             else:
                 _set_style_id(c, "alignmentId", self.wrap_top_id())
-            size = (fonts[_style_id(c, "fontId")].sz or 11) / 11
+            font = c._style[_FONT_ID] if c._style is not None else 0
+            size = sizes.get(font)
+            if size is None:
+                size = sizes[font] = (fonts[font].sz or 11) / 11
             per_line = max(int(width * 1.1), 1)
             need = wrapped_lines(text, per_line / size) if wide else -(-int(len(text) * size) // per_line)
-            lines[r] = max(lines.get(r, 1), need)
+            if need > lines.get(r, 1):
+                lines[r] = need
+            elif r not in lines:
+                lines[r] = 1
             if wide:
                 cjk.add(r)
-        top = self.top_aligned
+        self.top_align(ws, lines, cjk, last)
+
+    def top_align(self, ws, lines: dict[int, int], cjk: set[int], last: int) -> None:
+        """Each row with a wrapped text of several lines made as tall as that text, its written
+        cells aligned to the top (in column order, each alignment copied once per book: the
+        styles keep their order; a merge above made only empty cells)."""
+        cells, aligns, top = ws._cells, self.wb._alignments, self.top_aligned
+        get = cells.get
+        columns = range(1, last + 1)
         for r, n in lines.items():
             if n > 1:
                 dim = row_dimension(ws, r)
                 dim.height = max(dim.height or 0, line_height(r in cjk) * n)
-                # a tall row reads from its top line (the row's written cells, in column order;
-                # a merge above made only empty ones)
-                for k in range(1, last + 1):
-                    c = cells.get((r, k))
+                for k in columns:
+                    c = get((r, k))
                     if c is None or c._value is None:
                         continue
                     style = c._style
                     old = style[_ALIGNMENT] if style is not None else 0
                     new = top.get(old)
                     if new is None:
-                        if aligns[old].vertical is not None:
+                        if aligns[old].vertical is not None:    # kept (the default never is)
+                            top[old] = old
                             continue
                         align = copy(aligns[old])     # each alignment copied once
                         align.vertical = "top"
