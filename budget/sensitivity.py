@@ -68,8 +68,10 @@ def _cases(plan) -> list[Case]:
     # same: the values a whole evaluation at the what-if's inputs gives, in the same order.
     # Compiling those functions costs about two plans' whole evaluations, so a process with
     # one plan evaluates whole.
+    # That run's values are the plan's own (the same inputs, the same compiled items), taken in
+    # its order (the inputs, then the items) rather than run again.
     _PLANS_SEEN[0] += 1
-    base = model.evaluate(base_inputs, lookups) if _PLANS_SEEN[0] > 1 else None
+    base = {**base_inputs, **{k: v[k] for k in model.items}} if _PLANS_SEEN[0] > 1 else None
     everything = tuple(model.items)
     out = []
     for key, (target, _, spread, _, _, _) in UNCERTAIN.items():
