@@ -92,10 +92,13 @@ def write_grid(w, ws, top: int, first_col: int, variants: list[Variant], model: 
     stages = stage_count(variants)
     rows = grid_rows(model, stages)
     row_of = {name: top + n for n, name in enumerate(rows)}
+    parts = {name: name.partition("#") for name in rows}     # name -> (base, "#", stage k)
+    bases = [(name, parts[name][0]) for name in rows]
     for j, variant in enumerate(variants):
         col = first_col + j
         letter = get_column_letter(col)
-        shown = rows if variant.only is None else [n for n in rows if n.partition("#")[0] in variant.only]
+        only = variant.only
+        shown = rows if only is None else [name for name, base in bases if base in only]
         local = {name: f"{letter}{row_of[name]}" for name in shown}
         local.update(variant.ranges)
         resolve = Resolved(_stage_resolver(w, local, row_of, letter, stages, None)).__getitem__
@@ -104,7 +107,7 @@ def write_grid(w, ws, top: int, first_col: int, variants: list[Variant], model: 
         for name in shown:
             r = row_of[name]
             value = variant.values.get(name)
-            base, _, k = name.partition("#")
+            base, _, k = parts[name]
             if k:                              # stage k's row of a row item
                 item = model.items[base]
                 stage = stage_resolvers.get(int(k))

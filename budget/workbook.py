@@ -372,6 +372,15 @@ def _style_id(cell, key: str) -> int:
     return getattr(style, key) if style is not None else 0
 
 
+def set_font(cell, font: Font) -> None:
+    """`cell.font = font` (openpyxl's StyleDescriptor.__set__), the book's font list asked
+    directly (by identity: _SameStyles)."""
+    style = cell._style
+    if style is None:
+        style = cell._style = StyleArray()
+    style[_FONT_ID] = cell.parent.parent._fonts.add(font)
+
+
 def _set_style_id(cell, key: str, index: int) -> None:
     """What `cell.alignment = x` does once x is in the workbook's list at `index`."""
     if cell._style is None:
@@ -889,7 +898,12 @@ class _Writer:
         cell = ws._cells.get((row, col))
         if cell is None:
             cell = _new_cell(ws, row, col)
-        _bind(cell, "=" + text)
+        value = "=" + text
+        if text and len(value) <= _MAX_TEXT and ILLEGAL_CHARACTERS_RE.search(value) is None:
+            cell._value = value          # what _bind does with a formula's text
+            cell.data_type = "f"
+        else:
+            _bind(cell, value)
         array = self.calculation_arrays.get(fmt)
         if array is None:           # styled(cell, "Calculation", fmt), remembered by format
             self.styled(cell, "Calculation", fmt)
@@ -1039,29 +1053,33 @@ class _Writer:
         cells aligned to the top (in column order, each alignment copied once per book: the
         styles keep their order; a merge above made only empty cells)."""
         cells, aligns, top = ws._cells, self.wb._alignments, self.top_aligned
-        get = cells.get
-        columns = range(1, last + 1)
-        for r, n in lines.items():
-            if n > 1:
-                dim = row_dimension(ws, r)
-                dim.height = max(dim.height or 0, line_height(r in cjk) * n)
-                for k in columns:
-                    c = get((r, k))
-                    if c is None or c._value is None:
-                        continue
-                    style = c._style
-                    old = style[_ALIGNMENT] if style is not None else 0
-                    new = top.get(old)
-                    if new is None:
-                        if aligns[old].vertical is not None:    # kept (the default never is)
-                            top[old] = old
-                            continue
-                        align = copy(aligns[old])     # each alignment copied once
-                        align.vertical = "top"
-                        new = top[old] = aligns.add(align)
-                    if style is None:
-                        style = c._style = StyleArray()
-                    style[_ALIGNMENT] = new
+        tall = [r for r, n in lines.items() if n > 1]
+        for r in tall:
+            dim = row_dimension(ws, r)
+            dim.height = max(dim.height or 0, line_height(r in cjk) * lines[r])
+        if len(tall) * last > len(cells):     # one pass over the sheet's cells costs less
+            rows = set(tall)
+            keys = [key for key, c in cells.items() if key[0] in rows and c._value is not None]
+            keys.sort()
+        else:
+            get = cells.get
+            keys = [(r, k) for r in tall for k in range(1, last + 1)
+                    if (c := get((r, k))) is not None and c._value is not None]
+        for key in keys:
+            c = cells[key]
+            style = c._style
+            old = style[_ALIGNMENT] if style is not None else 0
+            new = top.get(old)
+            if new is None:
+                if aligns[old].vertical is not None:    # kept (the default never is)
+                    top[old] = old
+                    continue
+                align = copy(aligns[old])     # each alignment copied once
+                align.vertical = "top"
+                new = top[old] = aligns.add(align)
+            if style is None:
+                style = c._style = StyleArray()
+            style[_ALIGNMENT] = new
 
     def wrap_top_id(self) -> int:
         """The id of the alignment wrap_long_text gives a cell (added on first use, as setting
@@ -1135,7 +1153,7 @@ class _Writer:
         elif iv.note:
             put_text(ws.cell(row, 5), iv.note)
         put_text(ws.cell(row, 6), d.name)
-        ws.cell(row, 6).font = NAME_FONT
+        set_font(ws.cell(row, 6), NAME_FONT)
         self.define(d.name, ws, f"$B${row}")
         self.validate(ws, cell.coordinate, d)
         twin = f"gen_{d.name}"
@@ -1176,7 +1194,7 @@ class _Writer:
                 now = live_text(self.m("workbook.inputs.generation.now"), value=Ref(source))
                 self.formula(ws, row, 5, f'IF({source}={d.name},"",{now.excel()})', "", None)
             put_text(ws.cell(row, 6), d.name)
-            ws.cell(row, 6).font = NAME_FONT
+            set_font(ws.cell(row, 6), NAME_FONT)
         return row
 
     def validate(self, ws, coord: str, d: InputDef) -> None:
@@ -1461,7 +1479,7 @@ class _Writer:
                 self.formula(ws, head - 1, col, f'IF(YEAR({letter}{head})<>YEAR({before}{head}),'
                                                 f'YEAR({letter}{head}),"")',
                              float(year) if changed else "", "0")
-            ws.cell(head - 1, col).font = YEAR_FONT
+            set_font(ws.cell(head - 1, col), YEAR_FONT)
             ws.cell(head - 1, col).alignment = WEEK_ALIGNMENT    # a number does not spill: 2027 reads upright
             column_dimension(ws, letter).width = 3.2
         ws.row_dimensions[head].height = 36
@@ -1522,7 +1540,7 @@ class _Writer:
                             number_format(item.unit))
         self.unit_cell(ws, row, 3, item.unit)
         put_text(ws.cell(row, 4), item.name)
-        ws.cell(row, 4).font = NAME_FONT
+        set_font(ws.cell(row, 4), NAME_FONT)
         if item.fix or item.note:
             put_text(ws.cell(row, 5), item.fix or item.note)
         self.define(item.name, ws, f"$B${row}")
