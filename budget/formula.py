@@ -596,6 +596,8 @@ _MAX_SPECIALIZATIONS = 256     # per Specializer: distinct sets of fixed conditi
 # Items whose Python text is shorter than this (a few products) compute about as fast as
 # their remembered values are looked up (measured on the sweep scenarios' searches).
 _WORTH_REMEMBERING = 150
+# A remembered group's key takes at most this many earlier items in place of args (Specializer._key)
+_KEY_CARRIERS = 2
 
 
 class _Unsupported(Exception):
@@ -828,10 +830,11 @@ class Specializer:
         render = _Render(self, outcome)
         for name in self.args:
             render.ident(name)
-        texts, deps = [], {}
+        texts, deps, reads = [], {}, {}
         for name, expr in self.items:
             render.refs = set()
             texts.append(render.r(expr, True))
+            reads[name] = render.refs
             deps[name] = frozenset().union(*({n} if n in self.args else deps.get(n, ()) for n in render.refs))
         outputs = [render.ref(name) for name in self.outputs]
         every = set(self.args)
@@ -854,8 +857,9 @@ class Specializer:
             else:
                 lines.append(f"    C{n} = {{}}")
                 names = ", ".join(render.ident(self.items[i][0]) for i in members) + ","
-                key = ", ".join(render.ident(a) for a in self.args if a in group)
-                body += [f"        k = ({key}{',' if len(group) == 1 else ''})",  # i18n: not text
+                keys = self._key(group, [self.items[i][0] for i in members], deps, reads)
+                key = ", ".join(render.ident(a) for a in keys)
+                body += [f"        k = ({key}{',' if len(keys) == 1 else ''})",  # i18n: not text
                          f"        c = C{n}.get(k)", "        if c is None:"]
                 body += ["            " + a for a in assign]
                 body += [f"            C{n}[k] = ({names})", "        else:", f"            {names} = c"]  # i18n: not text
@@ -864,6 +868,25 @@ class Specializer:
         lines.append(f"        return ({', '.join(outputs)},)")  # i18n: not text
         lines.append("    return _run")  # i18n: not text
         return "\n".join(lines)
+
+
+    def _key(self, group: frozenset, members: list[str], deps: dict, reads: dict) -> list[str]:
+        """The names a remembered group's values are remembered under: its args, but an arg its
+        items do not read is replaced by the few earlier items they read that depend on it (the
+        search's time items read the ZeRO stage only as "above 2?", through two earlier items:
+        stages 0, 1 and 2 share their values). Items are pure functions of what they read."""
+        own = set(members)
+        read = set().union(*(reads[name] for name in members)) - own
+        names = [name for name, _expr in self.items]
+        carriers = [n for n in names if n in read and deps.get(n)]
+        dropped, added = set(), set()
+        for arg in self.args:
+            if arg in group and arg not in read and arg not in self.steady:
+                via = {n for n in carriers if arg in deps[n]}
+                if 0 < len(via) <= _KEY_CARRIERS and len(added | via) <= _KEY_CARRIERS:
+                    dropped.add(arg)
+                    added |= via
+        return [a for a in self.args if a in group and a not in dropped] + [n for n in names if n in added]
 
 
 def _probe_source(probes: list[tuple[str, bool]]) -> str:

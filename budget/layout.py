@@ -181,28 +181,36 @@ class Space:
     def option_fields(self, gpu_count: int):
         """Each layout `options` yields, in its order, as its fields: Layout(*fields) is it (the
         search makes a Layout only for the layouts it shows)."""
+        for fields, _args in self.option_rows(gpu_count):
+            yield fields
+
+    def option_rows(self, gpu_count: int):
+        """(fields, args) of each layout `options` yields, in its order: args are the fields as
+        the model takes them (SEARCH_ARGS but the GPU count: numbers as floats)."""
         tps, pps, mbs = self._splits()
-        zeros = self._choices("zero_stage")
+        zeros = [(int(z), float(int(z))) for z in self._choices("zero_stage")]
         rcs = self._choices("recompute")
         sp_values = self.domains["sequence_parallel"]
-        eps = self.ep_choices()
+        eps = [(int(e), float(int(e)), e) for e in self.ep_choices()]
         for tp, pp, cp in product(tps, pps, self.cp_choices()):
             if gpu_count % (tp * pp * cp):
                 continue
             dp = gpu_count // (tp * pp * cp)
             # sequence parallelism splits along TP: without TP only its first value ("no") applies
             sps = self._choices("sequence_parallel", sp_values if tp > 1 else sp_values[:1])
-            split = (int(tp), int(pp), int(cp))
+            t, p, c = int(tp), int(pp), int(cp)
+            ft, fp, fc = float(t), float(p), float(c)
             for mb in mbs:
                 if self.global_batch % (dp * mb):
                     continue
                 # interleaving needs the micro-batches per pipeline to be a multiple of PP
                 if self.virtual_stages > 1 and (self.global_batch // (dp * mb)) % pp:
                     continue
-                t, p, c, m = *split, int(mb)
-                for zero, rc, sp, ep in product(zeros, rcs, sps, eps):
+                m = int(mb)
+                fm = float(m)
+                for (z, fz), rc, sp, (e, fe, ep) in product(zeros, rcs, sps, eps):
                     if dp % ep == 0:     # EP inside DP
-                        yield (t, p, m, int(zero), rc, sp, c, int(ep))
+                        yield (t, p, m, z, rc, sp, c, e), (ft, fp, fm, fz, rc, sp, fc, fe)
 
 
     def interleavings(self) -> list[int]:
@@ -335,10 +343,9 @@ class Evaluator:
             return [(f, tuple(self(Layout(*f), gpu_count).values.values())) for f in space.option_fields(gpu_count)]
         count, out = float(gpu_count), []
         append = out.append
-        for f in space.option_fields(gpu_count):
-            t, p, m, z, rc, sp, c, e = f
+        for f, args in space.option_rows(gpu_count):
             try:
-                append((f, fast(float(t), float(p), float(m), float(z), rc, sp, float(c), float(e), count)))
+                append((f, fast(*args, count)))
                 self.calls += 1
             except Exception:   # the plain function raises what it raises, in its own order
                 append((f, tuple(self.one(Layout(*f), gpu_count).values.values())))

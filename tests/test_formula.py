@@ -220,6 +220,22 @@ def test_specialised_remembers_items_by_the_args_they_read():
     assert run is not None and got == want
 
 
+def test_specialised_remembers_through_the_items_an_arg_reaches_them_by():
+    # "long" reads z only through "step" (z above 2?): z = 0, 1, 2 share its remembered value
+    x, z = Ref("x"), Ref("z")
+    step = ("step", IF(z > 2, x * Ref("f"), x / Ref("f")))
+    long = ("long", (Ref("step") + x) * (Ref("step") - Ref("f")) / (x + Ref("f") * Ref("step"))
+            + Ref("step") * Ref("step") * x - Ref("f") / (Ref("step") + 1) + x * x * Ref("f") - Ref("step") / x)
+    items = [step, long, ("out", Ref("long") + z)]
+    from budget.formula import Specializer
+    spec = Specializer(items, ["x", "z"], ["out"])
+    assert spec._key(frozenset({"x", "z"}), ["long"], {"step": frozenset({"x", "z"}), "long": frozenset({"x", "z"})},
+                     {"long": {"step", "x", "f"}}) == ["x", "step"]
+    calls = [(x_, z_) for x_ in (1.0, 2.0, 3.5) for z_ in (0.0, 1.0, 2.0, 3.0)] * 2
+    run, got, want = _specialised(items, ["x", "z"], ["out", "long", "step"], {"f": 3.0}, {}, calls)
+    assert run is not None and got == want
+
+
 def test_specialised_rows_lookups_and_texts():
     from budget.formula import At, Blanks, PerRow
     x = Ref("x")
