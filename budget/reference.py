@@ -188,7 +188,7 @@ def choose(catalog: Catalog, accelerator: str, params: float, gpus: float, n: in
         return (tier, round(abs(math.log(run["_params"] / params)), 9),
                 round(abs(math.log(run["ref_gpu_count"] / gpus)), 9), run["ref_name"])
 
-    runs = sorted((run for run in map(lambda r: _run(r, catalog), published_rows()) if run), key=distance)
+    runs = sorted(_runs(catalog), key=distance)
     chosen, per_source = [], Counter()
     for run in runs:
         if per_source[run["_source_id"]] >= PER_SOURCE:
@@ -198,6 +198,21 @@ def choose(catalog: Catalog, accelerator: str, params: float, gpus: float, n: in
         if len(chosen) == n:
             break
     return chosen
+
+
+_RUNS: list = []     # [presets, accelerator ids, runs]: the last catalog's
+
+
+def _runs(catalog: Catalog) -> list[dict]:
+    """The published rows that can be estimated, as runs (`_run`), in their order. A run reads
+    the catalog's presets and accelerator ids alone: the last catalog's are kept while those
+    are the same (a sweep's scenarios share them)."""
+    ids = tuple(catalog.accelerator_ids())
+    if _RUNS and _RUNS[0] is catalog.models and _RUNS[1] == ids:
+        return _RUNS[2]
+    runs = [run for run in map(lambda r: _run(r, catalog), published_rows()) if run]
+    _RUNS[:] = [catalog.models, ids, runs]
+    return runs
 
 
 def run_inputs(catalog: Catalog, lang: str, values=None) -> dict[str, InputValue]:
