@@ -265,8 +265,21 @@ class _Sheet(Worksheet):
 
     def cell(self, row, column, value=None):
         cell = self._cells.get((row, column))
-        if cell is None:
-            cell = _new_cell(self, row, column)
+        if cell is None:            # _new_cell, inlined: a book makes ~12,000 cells
+            if row < 1 or column < 1 or row > 1048576:
+                raise ValueError(f"no cell at row {row}, column {column}")  # i18n: not text
+            cell = _NEW_CELL(Cell)
+            cell.parent = self
+            cell.row = row
+            cell.column = column
+            cell._value = None
+            cell._hyperlink = None
+            cell.data_type = "n"
+            cell._comment = None
+            cell._style = None
+            self._cells[(row, column)] = cell
+            if row > self._current_row:
+                self._current_row = row
         if value is not None:
             _bind(cell, value)
         return cell
@@ -1056,7 +1069,11 @@ class _Writer:
         tall = [r for r, n in lines.items() if n > 1]
         for r in tall:
             dim = row_dimension(ws, r)
-            dim.height = max(dim.height or 0, line_height(r in cjk) * lines[r])
+            height = max(dim.height or 0, line_height(r in cjk) * lines[r])
+            if type(dim) is RowDimension:
+                dim.__dict__["ht"] = float(height)      # what `dim.height = height` stores
+            else:
+                dim.height = height
         if len(tall) * last > len(cells):     # one pass over the sheet's cells costs less
             rows = set(tall)
             keys = [key for key, c in cells.items() if key[0] in rows and c._value is not None]
