@@ -385,21 +385,49 @@ def search(evaluate: Evaluator, space: Space, gpu_count: int, keep: int = 10) ->
     The layouts are ranked as (fields, values) rows, Candidate.sort_key's order; only those the
     result shows become Candidates."""
     rows = evaluate.rows(space, gpu_count)
-    fitting = sorted([r for r in rows if r[1][_FITS] == 0], key=_row_key)
+    fitting = [r for r in rows if r[1][_FITS] == 0]
     if not fitting:
         raise NoLayoutFits(_why_none(rows, gpu_count))
-    best = fitting[0]
+    ranked_rows = _first(fitting, keep)
+    best = ranked_rows[0]
     # Faster layouts that do not fit, the nearest to fitting first: they show what memory costs.
     limit = best[1][_DAYS] - 1e-9
-    faster = sorted([r for r in rows if not r[1][_FITS] == 0 and r[1][_DAYS] < limit], key=_faster_key)
-    shown = [_candidate(r) for r in _distinct(faster, 3)]
+    faster = _nearest([r for r in rows if not r[1][_FITS] == 0 and r[1][_DAYS] < limit], 3)
+    shown = [_candidate(r) for r in faster]
     days, shape = best[1][_DAYS], best[0][:3]
-    ties = sum(1 for r in fitting[1:] if r[1][_DAYS] - days <= 1e-9)
-    second = next((r for r in fitting[1:] if r[0][:3] != shape and r[1][_DAYS] - days > 1e-9), None)
-    ranked = [_candidate(r) for r in fitting[:keep]]
+    ties = sum(1 for r in fitting if r is not best and r[1][_DAYS] - days <= 1e-9)
+    second = _first([r for r in fitting if r[0][:3] != shape and r[1][_DAYS] - days > 1e-9], 1)
+    ranked = [_candidate(r) for r in ranked_rows]
     return SearchResult(gpu_count, len(rows), len(fitting), tuple(ranked), tuple(shown), tuple(sorted(space.pins)),
-                        explain(ranked[0], ties, second and _candidate(second), shown[0] if shown else None,
+                        explain(ranked[0], ties, _candidate(second[0]) if second else None, shown[0] if shown else None,
                                 len(fitting), len(rows), gpu_count, evaluate.lang))
+
+
+def _first(rows: list, n: int) -> list:
+    """sorted(rows, key=_row_key)[:n]: only the rows whose rounded days (the key's first part)
+    can be among the first n are sorted."""
+    days = [round(r[1][_DAYS], 9) for r in rows]
+    if len(rows) <= n or any(d != d for d in days):     # NaN: sorted as it falls
+        return sorted(rows, key=_row_key)[:n]
+    bound = sorted(days)[n - 1]
+    return sorted([r for r, d in zip(rows, days) if d <= bound], key=_row_key)[:n]
+
+
+def _nearest(rows: list, n: int) -> list:
+    """_distinct(sorted(rows, key=_faster_key), n): sorted by memory, and by _row_key only within
+    the runs of equal memory it reaches."""
+    memory = [r[1][_MEMORY] for r in rows]
+    if any(m != m for m in memory) or any(r[1][_DAYS] != r[1][_DAYS] for r in rows):
+        return _distinct(sorted(rows, key=_faster_key), n)
+    by_memory = sorted(rows, key=lambda r: r[1][_MEMORY])
+    out, i = [], 0
+    while i < len(by_memory) and len(out) < n:
+        m, j = by_memory[i][1][_MEMORY], i + 1
+        while j < len(by_memory) and by_memory[j][1][_MEMORY] == m:
+            j += 1
+        out = _distinct(out + (sorted(by_memory[i:j], key=_row_key) if j - i > 1 else by_memory[i:j]), n)
+        i = j
+    return out
 
 
 def _distinct(rows: list, n: int) -> list:
