@@ -12,6 +12,7 @@ plan computed for it, so tests can hold the spreadsheet engine's results against
 from __future__ import annotations
 
 import gc
+from array import array as _Array
 import hashlib
 import io
 import math
@@ -221,6 +222,7 @@ def _text_lead(cell, text: str) -> bool:
 
 
 _NEW_CELL = Cell.__new__
+_STYLE_COPY = _Array.__new__     # _STYLE_COPY(StyleArray, "i", a) is StyleArray(a) without its Python __new__
 
 
 def _new_cell(ws, row: int, column: int):
@@ -868,7 +870,7 @@ class _Writer:
     def named(self, cell, style: str) -> None:
         """`cell.style = style` for the workbook's own named styles, the style array looked up
         once per book rather than once per cell."""
-        cell._style = StyleArray(self.named_array(cell, style))
+        cell._style = _STYLE_COPY(StyleArray, "i", self.named_array(cell, style))
 
     def named_array(self, cell, style: str) -> StyleArray:
         """The style array a named style sets, found the first time through openpyxl (on `cell`)."""
@@ -887,7 +889,7 @@ class _Writer:
             if fmt:
                 array.numFmtId = self.format_id(fmt)
             self.format_arrays[(style, fmt)] = array
-        cell._style = StyleArray(array)
+        cell._style = _STYLE_COPY(StyleArray, "i", array)
 
     def format_id(self, fmt: str) -> int:
         """The id `cell.number_format = fmt` gives (the format added to the book's list on first
@@ -921,7 +923,7 @@ class _Writer:
         if array is None:           # styled(cell, "Calculation", fmt), remembered by format
             self.styled(cell, "Calculation", fmt)
             array = self.calculation_arrays[fmt] = self.format_arrays[("Calculation", fmt)]
-        cell._style = StyleArray(array)
+        cell._style = _STYLE_COPY(StyleArray, "i", array)
         self.result.expected[f"{ws.title}!{_LETTERS[col]}{row}"] = expected
         return cell
 
