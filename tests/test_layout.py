@@ -816,3 +816,27 @@ def test_the_specialised_search_gives_the_plain_numbers(catalog, checked_evaluat
     else:
         assert plan.layout.search is not None
     assert checked_evaluations["specialised"] > 100
+
+
+def test_the_search_sorts_only_the_rows_that_can_rank():
+    """_first and _nearest give what the full sorts give, ties and NaN included."""
+    import math
+    import random
+
+    from budget.model import RECOMPUTE_MODES
+    from budget.layout import RANKED_OUTPUTS, _distinct, _faster_key, _first, _nearest, _row_key
+    rng = random.Random(14)
+    for trial in range(200):
+        rows = []
+        for _ in range(rng.randrange(0, 40)):
+            fields = (rng.choice((1, 2, 4)), rng.choice((1, 2)), rng.choice((1, 2)), rng.randrange(4),
+                      rng.choice(RECOMPUTE_MODES), rng.choice(("no", "yes")), 1, 1)
+            values = dict.fromkeys(RANKED_OUTPUTS, 0.0)
+            values.update(train_days=rng.choice((1.0, 1.0 + 1e-12, 2.0, 3.0)), total_cost=rng.choice((5.0, 6.0)),
+                          memory_per_gpu_gb=rng.choice((10.0, 20.0, 30.0)), memory_headroom_gb=rng.choice((0.0, 1.0)))
+            if trial % 50 == 0 and rng.random() < 0.2:
+                values["train_days"] = math.nan
+            rows.append((fields, tuple(values.values())))
+        for n in (1, 3, 10):
+            assert _first(rows, n) == sorted(rows, key=_row_key)[:n]
+            assert _nearest(rows, n) == _distinct(sorted(rows, key=_faster_key), n)
