@@ -856,13 +856,18 @@ class Specializer:
                 body += ["        " + a for a in assign]
             else:
                 lines.append(f"    C{n} = {{}}")
-                names = ", ".join(render.ident(self.items[i][0]) for i in members) + ","
+                # a group remembers the items read outside it (by other groups, as outputs)
+                inside = {self.items[i][0] for i in members}
+                outside = set(self.outputs).union(*(reads[name] for name, _e in self.items if name not in inside))
+                kept = [render.ident(self.items[i][0]) for i in members if self.items[i][0] in outside]
+                names = ", ".join(kept) + "," if kept else ""
                 keys = self._key(group, [self.items[i][0] for i in members], deps, reads)
                 key = ", ".join(render.ident(a) for a in keys)
                 body += [f"        k = ({key}{',' if len(keys) == 1 else ''})",  # i18n: not text
                          f"        c = C{n}.get(k)", "        if c is None:"]
                 body += ["            " + a for a in assign]
-                body += [f"            C{n}[k] = ({names})", "        else:", f"            {names} = c"]  # i18n: not text
+                body += [f"            C{n}[k] = ({names})", "        else:",  # i18n: not text
+                         f"            {names} = c" if kept else "            pass"]  # i18n: not text
         lines.append(f"    def _run({', '.join(render.ident(a) for a in self.args)}):")  # i18n: not text
         lines += body
         lines.append(f"        return ({', '.join(outputs)},)")  # i18n: not text
