@@ -1867,7 +1867,10 @@ class _FastSheetWriter(WorksheetWriter):
                     index = styles.add(dxf) if dxf and dxf != empty else None
                     known = dxf_ids[id(dxf)] = (dxf, index)
                 if known[1] is not None:
-                    rule.dxfId = known[1]
+                    if type(known[1]) is int and type(rule) is Rule:
+                        rule.__dict__["dxfId"] = known[1]    # what Rule.dxfId's descriptors store
+                    else:
+                        rule.dxfId = known[1]
             text = _formatting_xml(key, rules)
             if text is None:
                 cf = ConditionalFormatting(key)
@@ -2116,10 +2119,13 @@ def _row_head(r: int, dim) -> str:
     a height, the common case, without walking the dimension's fields)."""
     fields = dim.__dict__
     if fields.keys() == _ROW_DIMENSION_FIELDS.keys() and dim._style is None and type(fields["ht"]) is float \
-            and all(fields[k] == v for k, v in _ROW_DIMENSION_FIELDS.items() if k not in ("ht", "index")):
+            and _row_others(fields) == _ROW_OTHERS:
         return f'<row r="{r}" ht="{"%.16g" % fields["ht"]}" customHeight="1">'  # i18n: not text
     return f'<row r="{r}"' + "".join(f' {k}="{_escape_attrib(v)}"' for k, v in dim) + ">"  # i18n: not text
 _LETTERS = [""] + [get_column_letter(c) for c in range(1, 16385)]
+# a row dimension's fields besides its height and index, as row_dimension makes them
+_row_others = itemgetter(*(k for k in _ROW_DIMENSION_FIELDS if k not in ("ht", "index")))
+_ROW_OTHERS = _row_others(_ROW_DIMENSION_FIELDS)
 
 
 def _formatting_xml(sqref: str, rules: list[Rule]) -> str | None:
@@ -2128,7 +2134,9 @@ def _formatting_xml(sqref: str, rules: list[Rule]) -> str | None:
     parts = [f'<conditionalFormatting sqref="{_escape_attrib(sqref)}">']  # i18n: not text
     for rule in rules:
         fields = rule.__dict__
-        if any(fields.get(name) is not None for name in _OTHER_RULE_FIELDS) or not rule.formula \
+        others = _other_rule_fields(fields) if fields.keys() >= _OTHER_RULE_KEYS else None
+        if (others != _NO_OTHER_RULE_FIELDS and any(fields.get(name) is not None for name in _OTHER_RULE_FIELDS)) \
+                or not rule.formula \
                 or type(rule.priority) is not int or not isinstance(rule.dxfId, (int, type(None))):
             return None
         parts.append(f'<cfRule type="{_escape_attrib(rule.type)}" priority="{rule.priority}"'  # i18n: not text
@@ -2147,6 +2155,9 @@ def _formatting_xml(sqref: str, rules: list[Rule]) -> str | None:
 # Rule fields _formatting_xml does not write (any of them set: openpyxl writes the rule)
 _OTHER_RULE_FIELDS = ("rank", "equalAverage", "operator", "aboveAverage", "stdDev", "stopIfTrue", "timePeriod",
                       "text", "percent", "bottom", "colorScale", "dataBar", "iconSet")
+_OTHER_RULE_KEYS = frozenset(_OTHER_RULE_FIELDS)
+_other_rule_fields = itemgetter(*_OTHER_RULE_FIELDS)
+_NO_OTHER_RULE_FIELDS = (None,) * len(_OTHER_RULE_FIELDS)
 _VALIDATION_FIELDS = ("showDropDown", "showInputMessage", "showErrorMessage", "allowBlank", "errorTitle", "error",
                       "promptTitle", "prompt", "type", "errorStyle", "imeMode", "operator")
 
