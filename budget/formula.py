@@ -848,11 +848,15 @@ class Specializer:
         lines += [f"    {render.ident(name)} = v[{name!r}]" for name in made]
         lines += [f"    h{i} = H[{i}]" for i in sorted(render.hoisted)]
         body = []
+        kept_groups = {group for group, members in order if group and not group | self.steady >= every
+                       and sum(len(texts[i]) + 3 + len(render.ident(self.items[i][0])) for i in members)
+                       >= _WORTH_REMEMBERING}
+        order = [(group, members) for group, members in self._moved(order, kept_groups, reads)]
         for n, (group, members) in enumerate(order):
             assign = [f"{render.ident(self.items[i][0])} = {texts[i]}" for i in members]
             if not group:                   # the same at every call: computed once, here
                 lines += ["    " + a for a in assign]
-            elif group | self.steady >= every or sum(map(len, assign)) < _WORTH_REMEMBERING:
+            elif group not in kept_groups:
                 body += ["        " + a for a in assign]
             else:
                 lines.append(f"    C{n} = {{}}")
@@ -874,6 +878,26 @@ class Specializer:
         lines.append("    return _run")  # i18n: not text
         return "\n".join(lines)
 
+
+    def _moved(self, order: list, kept: set, reads: dict) -> list:
+        """`order` with each item computed at every call that only one remembered group reads
+        (and no output) moved into that group, computed when the group is: read nowhere else,
+        it is needed only there (its own args are among the group's)."""
+        names = [name for name, _expr in self.items]
+        group_of = {i: group for group, members in order for i in members}
+        readers: dict[str, set[int]] = {}
+        for j, name in enumerate(names):
+            for r in reads[name]:
+                readers.setdefault(r, set()).add(j)
+        outputs = set(self.outputs)
+        for i in reversed(range(len(names))):
+            group = group_of[i]
+            if not group or group in kept or names[i] in outputs or not readers.get(names[i]):
+                continue
+            targets = {group_of[j] for j in readers[names[i]]}
+            if len(targets) == 1 and next(iter(targets)) in kept:
+                group_of[i] = next(iter(targets))
+        return [(group, [i for i in range(len(names)) if group_of[i] == group]) for group, _m in order]
 
     def _key(self, group: frozenset, members: list[str], deps: dict, reads: dict) -> list[str]:
         """The names a remembered group's values are remembered under: its args, but an arg its
