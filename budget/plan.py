@@ -34,8 +34,13 @@ class TableData:
     sources: tuple[str, ...]      # one citation per row, shown beside it
 
     def lookup(self) -> dict[str, dict[str, object]]:
-        columns = self.rows[0].keys() if self.rows else ()
-        return {c: {str(r["id"]).lower(): r[c] for r in self.rows} for c in columns}
+        """column -> row id (lower case) -> value; made once per table (the plan, its what-ifs
+        and the writers read it, none changes it)."""
+        found = self.__dict__.get("_lookup")
+        if found is None:
+            columns = self.rows[0].keys() if self.rows else ()
+            found = self.__dict__["_lookup"] = {c: {str(r["id"]).lower(): r[c] for r in self.rows} for c in columns}
+        return found
 
 
 # Korthikanti et al. 2022, Table 2, as (replicated, split-by-TP, attention coefficient), and
@@ -135,7 +140,24 @@ def architecture_table(catalog: Catalog, lang: str = DEFAULT_LANG) -> TableData:
     return TableData(tuple(rows), tuple(sources))
 
 
+_LAST_ACCELERATOR_TABLE: list = []   # [catalog, key, table]: the last one made
+
+
 def accelerator_table(catalog: Catalog, scenario: Scenario | None = None) -> TableData:
+    """The accelerators' rows, each with its citations; the last one made is kept for the same
+    catalog and the same scenario figures it reads (a sweep's scenarios share it)."""
+    key = (None if scenario is None else
+           (scenario.language, scenario.hardware.accelerator, scenario.hardware.peak_tflops,
+            tuple(r.id for r in scenario.catalog.accelerators)))
+    last = _LAST_ACCELERATOR_TABLE
+    if last and last[0] is catalog and last[1] == key:
+        return last[2]
+    table = _accelerator_table(catalog, scenario)
+    last[:] = [catalog, key, table]
+    return table
+
+
+def _accelerator_table(catalog: Catalog, scenario: Scenario | None = None) -> TableData:
     lang = scenario.language if scenario is not None else DEFAULT_LANG
     rows, sources = [], []
     for acc in catalog.accelerators:
