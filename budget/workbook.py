@@ -1826,11 +1826,21 @@ class _FontNames:
         if font.name:
             new = old
         else:
-            font = copy(font)
-            font.name = BODY_FONT
-            new = self.fonts.add(font)
+            known = _NAMED_FONTS.get(id(font))
+            if known is None or known[0] is not font:
+                named = copy(font)
+                named.name = BODY_FONT
+                if len(_NAMED_FONTS) >= 1024:
+                    _NAMED_FONTS.clear()
+                known = _NAMED_FONTS[id(font)] = (font, named)
+            new = self.fonts.add(known[1])
         self.named[old] = new
         return new
+
+
+# an unnamed font (the module's constants, mostly) -> its copy named BODY_FONT, made once a
+# process: style objects are not changed once made, and a book's list holds equal ones alike
+_NAMED_FONTS: dict[int, tuple[Font, Font]] = {}
 
 
 class _FastSheetWriter(WorksheetWriter):
