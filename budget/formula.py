@@ -16,6 +16,7 @@ significant digits as equal, and ROUNDUP ignores float noise in the 16th digit
 from __future__ import annotations
 
 import math
+import re
 import types
 from dataclasses import dataclass
 from typing import Callable, Iterable, Mapping
@@ -600,6 +601,14 @@ _WORTH_REMEMBERING = 150
 _KEY_CARRIERS = 2
 
 
+# a > b follows from _gt(a, b), a < b from _lt(a, b), and _le(a, b) from a <= b, _ge(a, b) from
+# a >= b, whatever the operands (a blank or text beside a number raises in Python: the caller
+# then runs the plain function). So "a > b and _gt(a, b)" is _gt(a, b), "a <= b or _le(a, b)"
+# is _le(a, b), each calling only where Python's comparison does not decide. Names and numbers only.
+_DECIDED_BY = {">": "and", "<": "and", "<=": "or", ">=": "or"}
+_SIMPLE = re.compile(r"[nh][0-9]+|-?[0-9][0-9.e+-]*")
+
+
 class _Unsupported(Exception):
     """An expression node the specialising renderer does not know: use the plain function."""
 
@@ -700,7 +709,12 @@ class _Render:
 
     def binary(self, e: Bin, sub: bool) -> str:
         if e.op in _COMPARE_FN:
-            return f"{_COMPARE_FN[e.op]}({self.r(e.left, True)}, {self.r(e.right, True)})"
+            left, right = self.r(e.left, True), self.r(e.right, True)
+            call = f"{_COMPARE_FN[e.op]}({left}, {right})"
+            if e.op in _DECIDED_BY and _SIMPLE.fullmatch(left) and _SIMPLE.fullmatch(right):
+                # Python's comparison decides the common case without the call (see _DECIDED_BY)
+                return f"({left} {e.op} {right} {_DECIDED_BY[e.op]} {call})"
+            return call
         if e.op == "&":
             return f"_cat({self.r(e.left, True)}, {self.r(e.right, True)})"
         # Which children are whole Python subexpressions of the text `Bin.python` writes: a
