@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -234,6 +236,21 @@ def test_specialised_remembers_through_the_items_an_arg_reaches_them_by():
     calls = [(x_, z_) for x_ in (1.0, 2.0, 3.5) for z_ in (0.0, 1.0, 2.0, 3.0)] * 2
     run, got, want = _specialised(items, ["x", "z"], ["out", "long", "step"], {"f": 3.0}, {}, calls)
     assert run is not None and got == want
+
+
+def test_specialised_comparisons_decided_by_python_are_the_spreadsheets():
+    x, y = Ref("x"), Ref("y")
+    items = [("gt", IF(x > y, 1, 0)), ("lt", IF(x < y, 1, 0)), ("le", IF(x <= y, 1, 0)), ("ge", IF(x >= y, 1, 0)),
+             ("raw", (x <= y) + 0), ("two", IF(x > 2.0, 1, 0))]
+    near = 1.0 + 2.0 ** -50
+    pairs = [(a, b) for a in (1.0, near, 2.0, -0.0, 0.0, math.nan) for b in (1.0, near, 2.0, 0.0, math.nan)]
+    pairs += [("full", "FULL"), ("Full", "full"), ("a", "b"), (None, 0.0), (0.0, None), ("a", 1.0), (True, 1.0)]
+    outputs = ["gt", "lt", "le", "ge", "raw", "two"]
+    for a, b in pairs:
+        run, got, want = _specialised(items, ["x", "y"], outputs, {"x": 0.0, "y": 0.0}, {}, [(a, b)])
+        if got[0][0] == "raises":     # Python's comparison raises: the caller runs the plain function
+            continue
+        assert got == want, (a, b, got, want)
 
 
 def test_specialised_rows_lookups_and_texts():
