@@ -768,20 +768,29 @@ def fx_table(s: Scenario, catalog: Catalog) -> dict[str, tuple[float, str]]:
     return out
 
 
+_MONEY_PATHS: list = []     # [model, its inputs, their amounts' (path, parts)]: the last model's
+
+
+def _money_paths(model) -> list[tuple[str, list[str]]]:
+    """The scenario paths of the model's amounts (money inputs), each with its parts, in order."""
+    if not (_MONEY_PATHS and _MONEY_PATHS[0] is model and _MONEY_PATHS[1] == len(model.inputs)):
+        _MONEY_PATHS[:] = [model, len(model.inputs), [(d.path, d.path.split(".")) for d in model.inputs.values()
+                                                       if d.codec == "money"]]
+    return _MONEY_PATHS[2]
+
+
 def price_currencies(s: Scenario, catalog: Catalog) -> dict[str, str]:
     """Each currency the scenario's prices are in (catalog defaults are in theirs), with the
     field that brings it in."""
     from .model import build_model    # the model says which inputs are amounts
 
     out: dict[str, str] = {}
-    for d in build_model().inputs.values():
-        if d.codec != "money":
-            continue
+    for path, parts in _money_paths(build_model()):
         price: object = s
-        for part in d.path.split("."):
+        for part in parts:
             price = getattr(price, part, None)
         if price is not None and price.currency:
-            out.setdefault(price.currency, d.path)
+            out.setdefault(price.currency, path)
     for n, role in enumerate(s.staffing):
         if role.monthly_cost.currency:
             out.setdefault(role.monthly_cost.currency, f"staffing[{n}].monthly_cost")
