@@ -881,7 +881,8 @@ class Specializer:
                 names = ", ".join(kept) + "," if kept else ""
                 keys = self._key(group, [self.items[i][0] for i in members], deps, reads)
                 key = ", ".join(render.ident(a) for a in keys)
-                body += [f"        k = ({key}{',' if len(keys) == 1 else ''})",  # i18n: not text
+                # one name is its own key (a tuple of one compares and hashes as it does)
+                body += [f"        k = {key}" if len(keys) == 1 else f"        k = ({key})",  # i18n: not text
                          f"        c = C{n}.get(k)", "        if c is None:"]
                 body += ["            " + a for a in assign]
                 body += [f"            C{n}[k] = ({names})", "        else:",  # i18n: not text
