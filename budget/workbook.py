@@ -267,21 +267,8 @@ class _Sheet(Worksheet):
 
     def cell(self, row, column, value=None):
         cell = self._cells.get((row, column))
-        if cell is None:            # _new_cell, inlined: a book makes ~12,000 cells
-            if row < 1 or column < 1 or row > 1048576:
-                raise ValueError(f"no cell at row {row}, column {column}")  # i18n: not text
-            cell = _NEW_CELL(Cell)
-            cell.parent = self
-            cell.row = row
-            cell.column = column
-            cell._value = None
-            cell._hyperlink = None
-            cell.data_type = "n"
-            cell._comment = None
-            cell._style = None
-            self._cells[(row, column)] = cell
-            if row > self._current_row:
-                self._current_row = row
+        if cell is None:
+            cell = _new_cell(self, row, column)
         if value is not None:
             _bind(cell, value)
         return cell
@@ -343,39 +330,29 @@ class _Sheet(Worksheet):
 def column_dimension(ws, letter: str):
     """`ws.column_dimensions[letter]`, a missing one made as openpyxl's factory makes it (its
     default width, 13, included) without its descriptors' checks."""
-    dims = ws.column_dimensions
-    dim = dict.get(dims, letter)
-    if dim is None:
-        dim = _NEW_COLUMN_DIMENSION(ColumnDimension)
-        dim.__dict__.update(_COLUMN_DIMENSION_FIELDS)
-        dim.__dict__["index"] = letter
-        dim.parent = ws
-        dim._style = None
-        dict.__setitem__(dims, letter, dim)
-    return dim
-
-
-_NEW_COLUMN_DIMENSION = ColumnDimension.__new__
-_COLUMN_DIMENSION_FIELDS = {"width": DEFAULT_COLUMN_WIDTH, "min": None, "max": None, "bestFit": False,
-                            "collapsed": False, "index": "A", "hidden": False, "outlineLevel": 0}
+    return _dimension(ws, ws.column_dimensions, letter, ColumnDimension, _COLUMN_DIMENSION_FIELDS)
 
 
 def row_dimension(ws, row: int):
     """`ws.row_dimensions[row]`, a missing one made as openpyxl's factory makes it (without its
     descriptors' checks: the same attributes)."""
-    dims = ws.row_dimensions
-    dim = dict.get(dims, row)
+    return _dimension(ws, ws.row_dimensions, row, RowDimension, _ROW_DIMENSION_FIELDS)
+
+
+def _dimension(ws, dims, index, kind, fields: dict):
+    dim = dict.get(dims, index)
     if dim is None:
-        dim = _NEW_ROW_DIMENSION(RowDimension)
-        dim.__dict__.update(_ROW_DIMENSION_FIELDS)
-        dim.__dict__["index"] = row
+        dim = kind.__new__(kind)
+        dim.__dict__.update(fields)
+        dim.__dict__["index"] = index
         dim.parent = ws
         dim._style = None
-        dict.__setitem__(dims, row, dim)
+        dict.__setitem__(dims, index, dim)
     return dim
 
 
-_NEW_ROW_DIMENSION = RowDimension.__new__
+_COLUMN_DIMENSION_FIELDS = {"width": DEFAULT_COLUMN_WIDTH, "min": None, "max": None, "bestFit": False,
+                            "collapsed": False, "index": "A", "hidden": False, "outlineLevel": 0}
 _ROW_DIMENSION_FIELDS = {"ht": None, "thickBot": False, "thickTop": False, "index": 0,
                          "hidden": False, "outlineLevel": 0, "collapsed": False}
 
