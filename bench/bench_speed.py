@@ -7,6 +7,9 @@ in the machine's load hits them alike; medians):
   (`python -c "import openpyxl, jinja2, pydantic, yaml"`): at least 5 pairs, the median of the
   pairs' ratios (wall clock) and the same ratio in CPU seconds (user + system, robust when other
   programs share the machine);
+- beside them, a process that only imports what that generate imports (its trainbudget modules,
+  and through them the libraries, the pydantic schemas built as the modules load) and does no
+  work: the least any generate can cost with these libraries, as a ratio to the same floor;
 - a sweep of 100 scenarios in ONE call (varied models, GPU counts, accelerators, tokens, prices;
   written into a temp folder): seconds, and per scenario;
 - the approval package of one scenario with 10 options (a base and 9 alternatives; the workbook
@@ -49,6 +52,16 @@ import yaml
 
 ROOT = Path(__file__).resolve().parent.parent
 FLOOR = "import openpyxl, jinja2, pydantic, yaml"
+# One run of the bundled example that prints the trainbudget modules it loaded: the "imports
+# only" case then loads exactly those (and, through them, openpyxl, jinja2, pydantic and yaml as
+# a run does: numpy and Pillow refused) and does no work -- the least a run can cost with these
+# libraries and these schemas, whatever the planner and the writers do.
+MODULES_OF_A_RUN = """
+import sys
+from budget.cli import main
+main(["-q", "-f", "-o", sys.argv[1]])
+print(" ".join(sorted(m for m in sys.modules if m == "budget" or m.startswith("budget."))))
+"""
 ACCELERATORS = ("nvidia_h100_sxm", "nvidia_a100_80gb_sxm", "nvidia_h800_sxm", "nvidia_h200_sxm",
                 "amd_mi300x")
 MODELS = (("llama3-8b", "1T"), ("gpt3-6.7b", "0.3T"), ("llama2-70b", "2T"), ("llama3-70b", "5T"),
@@ -139,6 +152,14 @@ def options_scenario(folder: Path) -> Path:
     return path
 
 
+def imports_only(tree: Path, out: Path) -> str:
+    """The `python -c` program that imports what a generate of the bundled example imports."""
+    env = dict(os.environ, PYTHONPATH=str(tree), PYTHONDONTWRITEBYTECODE="1", **ENV)
+    modules = subprocess.run([sys.executable, "-c", MODULES_OF_A_RUN, str(out)], cwd=tree, env=env,
+                             check=True, capture_output=True, text=True).stdout.split()
+    return "import budget.cli as cli; cli._OpenpyxlWithoutNumpy.install(); import " + ", ".join(modules)
+
+
 def med(samples: list[Sample], key: str) -> float:
     return statistics.median(getattr(s, key) for s in samples)
 
@@ -152,11 +173,12 @@ def measure(trees: list[Path], pairs: int, sweeps: list[int], tmp: Path) -> dict
     py = sys.executable
     sweep = sweep_scenarios(tmp / "in", 100)
     ten = options_scenario(tmp / "in")
-    got = {t: {k: [] for k in ("floor", "single", "hundred", "quarter", "package")} for t in trees}
+    got = {t: {k: [] for k in ("floor", "imports", "single", "hundred", "quarter", "package")} for t in trees}
+    imports = {tree: imports_only(tree, tmp / f"t{n}" / "modules") for n, tree in enumerate(trees)}
     if ENV:     # --bytecode: one unmeasured run of each case writes every module's bytecode
         for n, tree in enumerate(trees):
             out = tmp / f"t{n}" / "warm"
-            for cmd in ([py, "-c", FLOOR], [py, "generate.py", "-q", "-f", "-o", str(out / "one")],
+            for cmd in ([py, "-c", FLOOR], [py, "-c", imports[tree]], [py, "generate.py", "-q", "-f", "-o", str(out / "one")],
                         [py, "generate.py", "-q", "-f", "-o", str(out / "two"), *map(str, sweep[:2])],
                         [py, "generate.py", "package", "-q", "-f", "-o", str(out / "pkg"), str(ten)],
                         [py, "-c", SEARCH]):
@@ -165,6 +187,7 @@ def measure(trees: list[Path], pairs: int, sweeps: list[int], tmp: Path) -> dict
         for n, tree in enumerate(trees):
             out = tmp / f"t{n}"
             got[tree]["floor"].append(run([py, "-c", FLOOR], tree))
+            got[tree]["imports"].append(run([py, "-c", imports[tree]], tree))
             got[tree]["single"].append(run([py, "generate.py", "-q", "-f", "-o", str(out / f"one{k}")], tree))
             if k < sweeps[n]:
                 got[tree]["hundred"].append(run([py, "generate.py", "-q", "-f", "-o", str(out / f"sweep{k}"),
@@ -184,12 +207,14 @@ def measure(trees: list[Path], pairs: int, sweeps: list[int], tmp: Path) -> dict
 def report(tree: Path, r: dict) -> dict:
     floor, single, hundred, quarter, package = (r[k] for k in ("floor", "single", "hundred", "quarter", "package"))
     ratio = statistics.median(b.wall / a.wall for a, b in zip(floor, single))
+    bound = statistics.median(b.wall / a.wall for a, b in zip(floor, r["imports"]))
     cpu_ratio = statistics.median(b.cpu / a.cpu for a, b in zip(floor, single))
     h, q, p = med(hundred, "wall"), med(quarter, "wall"), med(package, "wall")
     h_mb, q_mb = max(s.mb for s in hundred), max(s.mb for s in quarter)
     print(f"\n{tree}")
     print(f"  {'case':46} {'wall s':>8} {'CPU s':>7} {'peak MB':>8}")
     for label, samples in (("import floor (openpyxl, jinja2, pydantic, yaml)", floor),
+                           ("imports of a generate only, no work", r["imports"]),
                            ("generate, bundled example", single),
                            ("100 scenarios, one call", hundred), ("25 scenarios, one call", quarter),
                            ("package, 1 scenario with 10 options", package)):
@@ -198,11 +223,13 @@ def report(tree: Path, r: dict) -> dict:
     print(f"  {'layout search, 175B on 1,024 H100 (in process)':46} {r['search']:8.3f}")
     print(f"  generate / floor: {ratio:.2f}x wall (median of {len(single)} pair ratios), "
           f"{cpu_ratio:.2f}x CPU  -> {verdict(ratio <= 1.5)} (<= 1.5x)")
+    print(f"  imports of a generate, no work / floor: {bound:.2f}x wall (the least a run costs with "
+          f"openpyxl writing the workbook and the schemas pydantic builds)")
     print(f"  100 scenarios: {h:.1f} s, {h / 100 * 1000:.0f} ms per scenario  -> {verdict(h < 10)} (< 10 s)")
     print(f"  10-option package: {p:.2f} s  -> {verdict(p < 3)} (< 3 s)")
     print(f"  peak memory, 100 vs 25 scenarios: {h_mb:.0f} / {q_mb:.0f} MB = {h_mb / q_mb:.2f}x  "
           f"-> {verdict(h_mb / q_mb <= 1.25)} (flat: <= 1.25x)")
-    return {"ratio": ratio, "cpu_ratio": cpu_ratio, "hundred": h, "package": p, "search": r["search"]}
+    return {"ratio": ratio, "cpu_ratio": cpu_ratio, "bound": bound, "hundred": h, "package": p, "search": r["search"]}
 
 
 def main() -> int:

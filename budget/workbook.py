@@ -2109,7 +2109,18 @@ def _row_head(r: int, dim) -> str:
             and _row_others(fields) == _ROW_OTHERS:
         return f'<row r="{r}" ht="{"%.16g" % fields["ht"]}" customHeight="1">'  # i18n: not text
     return f'<row r="{r}"' + "".join(f' {k}="{_escape_attrib(v)}"' for k, v in dim) + ">"  # i18n: not text
-_LETTERS = [""] + [get_column_letter(c) for c in range(1, 16385)]
+
+
+class _Letters(dict):
+    """Column number -> letters, each made once when first asked for (a list of all 16,384
+    made at import cost ~4 ms of every run; a book uses a few dozen)."""
+
+    def __missing__(self, column: int) -> str:
+        letters = self[column] = get_column_letter(column) if column else ""
+        return letters
+
+
+_LETTERS = _Letters()
 # a row dimension's fields besides its height and index, as row_dimension makes them
 _row_others = itemgetter(*(k for k in _ROW_DIMENSION_FIELDS if k not in ("ht", "index")))
 _ROW_OTHERS = _row_others(_ROW_DIMENSION_FIELDS)
