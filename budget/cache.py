@@ -9,6 +9,11 @@ The file's name is a digest of the bytes parsed, the kind of parse (the loader a
 and PyYAML's and this format's versions, so any change to a catalog reads it again. Only data a
 YAML load can give is kept (dicts, lists, text, numbers, booleans, None and dates); anything
 else, or a folder that cannot be used, means parsing every time, never a failed run.
+
+The folder stays small: an entry read is marked used (its modification time), and when a new
+entry takes the folder over _CAP_BYTES the entries used longest ago are removed until it holds
+half of that (an entry still needed is made again by the run that needs it). Catalogs edited
+over months, or many model variants, so never fill the temporary folder.
 """
 
 from __future__ import annotations
@@ -26,6 +31,7 @@ from typing import Callable
 import yaml
 
 _FORMAT = b"trainbudget-cache-1"  # i18n: not text (a format tag)
+_CAP_BYTES = 64 * 2 ** 20          # ~400 entries of the size a model's compiled code takes
 
 
 class _NotKept(Exception):
@@ -86,6 +92,8 @@ def cached(raw: bytes, kind: str, parse: Callable[[], object]) -> object:
     try:
         kept = file.read_bytes()
         has_dates, data = marshal.loads(kept)
+        with contextlib.suppress(OSError):
+            os.utime(file)          # used now: the last to go when the folder is pruned
         return _decode(data) if has_dates else data
     except (OSError, EOFError, ValueError, TypeError):
         pass
@@ -105,7 +113,33 @@ def cached(raw: bytes, kind: str, parse: Callable[[], object]) -> object:
         if tmp is not None:
             with contextlib.suppress(OSError):
                 os.unlink(tmp)
+        return value
+    _prune(folder)
     return value
+
+
+def _prune(folder: Path, cap: int | None = None) -> None:
+    """Entries removed, used longest ago first, until the folder holds half of `cap` bytes,
+    when it holds more than `cap` (only this module's entries; nothing else is touched)."""
+    cap = _CAP_BYTES if cap is None else cap
+    entries = []
+    try:
+        with os.scandir(folder) as found:
+            for entry in found:
+                if entry.name.endswith(".marshal") and entry.is_file(follow_symlinks=False):
+                    st = entry.stat(follow_symlinks=False)
+                    entries.append((st.st_mtime_ns, entry.name, st.st_size))
+    except OSError:
+        return
+    total = sum(size for _, _, size in entries)
+    if total <= cap:
+        return
+    for _, name, size in sorted(entries):
+        if total <= cap // 2:
+            break
+        with contextlib.suppress(OSError):
+            os.unlink(folder / name)
+            total -= size
 
 
 def _has_dates(value, dates: list) -> bool:
