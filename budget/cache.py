@@ -81,14 +81,20 @@ def _decode(x):
     return x
 
 
+def entry_name(raw: bytes, kind: str) -> str:
+    """The file that keeps the parse of `raw` as `kind`: a digest of both, of PyYAML's version
+    and of this format's."""
+    digest = hashlib.sha256(b"\0".join((_FORMAT, yaml.__version__.encode(), kind.encode(), raw))).hexdigest()
+    return f"{digest}.marshal"
+
+
 def cached(raw: bytes, kind: str, parse: Callable[[], object]) -> object:
     """`parse()` of the bytes `raw` (parsed as `kind` says), from the cache when an earlier run
     kept it; a fresh copy each call, as a parse gives."""
     folder = _folder()
     if folder is None:
         return parse()
-    digest = hashlib.sha256(b"\0".join((_FORMAT, yaml.__version__.encode(), kind.encode(), raw))).hexdigest()
-    file = folder / f"{digest}.marshal"
+    file = folder / entry_name(raw, kind)
     try:
         kept = file.read_bytes()
         has_dates, data = marshal.loads(kept)

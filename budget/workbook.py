@@ -1864,9 +1864,7 @@ class _FastSheetWriter(WorksheetWriter):
                 cf.rules = rules
                 self.xf.send(cf.to_tree())
             else:
-                xf = self.xf.send(True)
-                xf._file(text)
-                self.xf.send(None)
+                self._write_text(text)
 
     def write_validations(self):
         dv = self.ws.data_validations
@@ -1875,9 +1873,7 @@ class _FastSheetWriter(WorksheetWriter):
         text = _validations_xml(dv)
         if text is None:
             return super().write_validations()
-        xf = self.xf.send(True)
-        xf._file(text)
-        self.xf.send(None)
+        self._write_text(text)
 
     def write_format(self):
         self.ws.sheet_format.outlineLevelCol = self.ws.column_dimensions.max_outline
@@ -1902,6 +1898,11 @@ class _FastSheetWriter(WorksheetWriter):
         text = _header_xml(hf)
         if text is None:
             return super().write_header()
+        self._write_text(text)
+
+    def _write_text(self, text: str) -> None:
+        """XML text, already serialised, written at this point of the sheet's stream (openpyxl's
+        xmlfile writer hands its file over while sent True)."""
         xf = self.xf.send(True)
         xf._file(text)
         self.xf.send(None)
@@ -1918,9 +1919,7 @@ class _FastSheetWriter(WorksheetWriter):
             if len(_TREES) >= 4096:
                 _TREES.clear()
             text = _TREES[key] = _element_text(obj.to_tree())
-        xf = self.xf.send(True)
-        xf._file(text)
-        self.xf.send(None)
+        self._write_text(text)
 
     def write_cols(self):
         """openpyxl's <cols>, a column with only a width written without its descriptors."""
@@ -1941,10 +1940,9 @@ class _FastSheetWriter(WorksheetWriter):
             return
         cols.sort(key=_first_of)            # by min, as openpyxl sorts them (stable)
         dims.max_outline = 0
-        xf = self.xf.send(True)
         col = '<col width="{}" customWidth="1" min="{}" max="{}" />'  # i18n: not text
-        xf._file("<cols>" + "".join(col.format("%.16g" % width, low, high) for low, width, high in cols) + "</cols>")
-        self.xf.send(None)
+        self._write_text("<cols>" + "".join(col.format("%.16g" % width, low, high) for low, width, high in cols)
+                         + "</cols>")
 
     def write_dimensions(self):
         cells = self.ws._cells

@@ -88,7 +88,7 @@ def test_the_folder_is_pruned_of_the_entries_used_longest_ago(folder, monkeypatc
     calls: list = []
     for n in range(4):                # 4 entries, ~40 KB: under the cap
         cache.cached(f"raw {n}".encode(), "kind", parser([n, blob], calls))
-    made = {n: folder / _name(n) for n in range(4)}
+    made = {n: folder / cache.entry_name(f"raw {n}".encode(), "kind") for n in range(4)}
     for n, entry in made.items():     # written in this order, an hour apart
         os.utime(entry, ns=(n * 3600 * 10 ** 9, n * 3600 * 10 ** 9))
     assert cache.cached(b"raw 0", "kind", parser("never used", calls))[0] == 0  # read: now the newest
@@ -100,12 +100,3 @@ def test_the_folder_is_pruned_of_the_entries_used_longest_ago(folder, monkeypatc
     assert cache.cached(b"raw 0", "kind", parser("never used", calls))[0] == 0
     assert cache.cached(b"raw 1", "kind", parser([1, blob], calls))[0] == 1    # parsed again
     assert len(calls) == 6
-
-
-def _name(n: int) -> str:
-    """The entry of `raw N` parsed as "kind", named as cached() names it."""
-    import hashlib
-
-    import yaml
-    return hashlib.sha256(b"\0".join((cache._FORMAT, yaml.__version__.encode(), b"kind",
-                                      f"raw {n}".encode()))).hexdigest() + ".marshal"
