@@ -16,11 +16,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from budget.catalog import load_catalog  # noqa: E402
-from budget.model import build_model  # noqa: E402
-from budget.plan import build_plan  # noqa: E402
-from budget.scenario import parse_scenario  # noqa: E402
-from budget.workbook import write_workbook  # noqa: E402
+from budget.inputs.catalog import load_catalog  # noqa: E402
+from budget.model.model import build_model  # noqa: E402
+from budget.plan.plan import build_plan  # noqa: E402
+from budget.inputs.options import parse_scenario  # noqa: E402
+from budget.sheets.book import write_workbook  # noqa: E402
 
 
 def scenario(**hardware) -> dict:

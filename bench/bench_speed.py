@@ -58,7 +58,7 @@ FLOOR = "import openpyxl, jinja2, pydantic, yaml"
 # libraries and these schemas, whatever the planner and the writers do.
 MODULES_OF_A_RUN = """
 import sys
-from budget.cli import main
+from budget.cli.app import main
 main(["-q", "-f", "-o", sys.argv[1]])
 print(" ".join(sorted(m for m in sys.modules if m == "budget" or m.startswith("budget."))))
 """
@@ -68,9 +68,9 @@ MODELS = (("llama3-8b", "1T"), ("gpt3-6.7b", "0.3T"), ("llama2-70b", "2T"), ("ll
           ("gpt3-175b", "3T"))
 SEARCH = """
 import time
-from budget.catalog import load_catalog
-from budget.plan import build_plan
-from budget.scenario import parse_scenario
+from budget.inputs.catalog import load_catalog
+from budget.plan.plan import build_plan
+from budget.inputs.options import parse_scenario
 catalog = load_catalog()
 data = {"name": "bench 175B", "model": {"preset": "gpt3-175b"}, "data": {"train_tokens": "3T"},
         "hardware": {"accelerator": "nvidia_h100_sxm", "gpu_count": 1024}, "prices": {"per_gpu_hour": 2.0}}
@@ -157,7 +157,7 @@ def imports_only(tree: Path, out: Path) -> str:
     env = dict(os.environ, PYTHONPATH=str(tree), PYTHONDONTWRITEBYTECODE="1", **ENV)
     modules = subprocess.run([sys.executable, "-c", MODULES_OF_A_RUN, str(out)], cwd=tree, env=env,
                              check=True, capture_output=True, text=True).stdout.split()
-    return "import budget.cli as cli; cli._OpenpyxlWithoutNumpy.install(); import " + ", ".join(modules)
+    return "import budget.cli.app as cli; cli._OpenpyxlWithoutNumpy.install(); import " + ", ".join(modules)
 
 
 def med(samples: list[Sample], key: str) -> float:

@@ -10,9 +10,9 @@ from __future__ import annotations
 import openpyxl
 import pytest
 
-from budget.catalog import load_catalog
-from budget.recalc import read_values, recalculate
-from budget.workbook import write_workbook
+from budget.inputs.catalog import load_catalog
+from budget.xlsx.recalc import read_values, recalculate
+from budget.sheets.book import write_workbook
 from support import (LLAMA3_405B_16K, SCENARIOS, SEED_A100, SEED_H100, OracleCase, plan_of, raw,
                      require_soffice, with_changes)
 

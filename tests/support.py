@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from budget.catalog import Catalog
-from budget.plan import Plan, build_plan
-from budget.scenario import parse_scenario
+from budget.inputs.catalog import Catalog
+from budget.plan.plan import Plan, build_plan
+from budget.inputs.options import parse_scenario
 
 ROOT = Path(__file__).resolve().parent.parent
 SCENARIOS = ROOT / "scenarios"
@@ -62,7 +62,7 @@ LLAMA3_405B_16K = {
 
 def require_soffice() -> None:
     """Skip loudly without LibreOffice; under CI a skip would hide a broken install, so fail."""
-    from budget.recalc import soffice_path
+    from budget.xlsx.recalc import soffice_path
 
     require_tool(soffice_path(), "LibreOffice (soffice), the recalculation oracle,",
                  "apt-get install -y libreoffice-calc-nogui")

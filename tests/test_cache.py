@@ -8,7 +8,7 @@ import tempfile
 
 import pytest
 
-from budget import cache
+from budget.core import cache
 
 
 @pytest.fixture

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from budget import calibrate as C
+from budget.plan import calibrate as C
 
 README = (Path(__file__).parent.parent / "README.md").read_text(encoding="utf-8")
 
@@ -66,8 +66,8 @@ def test_held_out_published_rows_within_ten_percent(rows, row_id, published_toke
 def test_terms_are_the_planners_items(rows, catalog):
     """A row's matmul term is its hardware FLOPs per GPU per step over the BF16 peak: for the
     DGX Cloud GPT-3 row, 6·(N − lookup)·tokens per GPU ÷ 989 TFLOPS, times 1 + the bubble."""
-    from budget.plan import build_plan
-    from budget.scenario import parse_scenario
+    from budget.plan.plan import build_plan
+    from budget.inputs.options import parse_scenario
     raw = next(r for r in C.published_rows() if r["id"] == "dgxc-gpt3-175b-bf16-128gpu")
     plan = build_plan(parse_scenario(C.row_scenario(raw, catalog), "x.yaml", catalog), catalog, "x")
     v = plan.values
@@ -124,7 +124,7 @@ def _catalog_coefficients(fit) -> tuple[float, ...]:
 
 
 def test_catalog_coefficients_are_the_fit(rows, catalog):
-    """catalogs/efficiency.yaml is what `python -m budget.calibrate --write` gives on today's rows:
+    """catalogs/efficiency.yaml is what `python -m budget.plan.calibrate --write` gives on today's rows:
     nobody tuned a coefficient by hand, and the stated error is the computed one."""
     fit = catalog.efficiency
     assert _catalog_coefficients(fit) == pytest.approx(C.fit(rows[0]), rel=1e-5, abs=1e-6)
@@ -138,8 +138,8 @@ def test_catalog_coefficients_are_the_fit(rows, catalog):
 def test_the_planner_steps_as_the_fit_predicts(rows, catalog):
     """One definition: for every row, the plan's fitted_step_s (the workbook's formula, with the
     catalog's coefficients) is the fit's Σ coefficient × term + the fixed seconds."""
-    from budget.plan import build_plan
-    from budget.scenario import parse_scenario
+    from budget.plan.plan import build_plan
+    from budget.inputs.options import parse_scenario
     coef = _catalog_coefficients(catalog.efficiency)
     raw = {r["id"]: r for r in C.published_rows()}
     for row in rows[0][::9]:
@@ -153,8 +153,8 @@ def test_the_planner_steps_as_the_fit_predicts(rows, catalog):
 
 def test_an_unmeasured_architecture_is_scaled_from_the_reference(catalog):
     """A B200 has no published rows: its matmul factor is the H100's × 0.43 ÷ the B200's typical MFU."""
-    from budget.plan import build_plan
-    from budget.scenario import parse_scenario
+    from budget.plan.plan import build_plan
+    from budget.inputs.options import parse_scenario
     s = {"name": "b200", "model": {"preset": "gpt3-175b"}, "data": {"train_tokens": "300B"},
          "hardware": {"accelerator": "nvidia_b200", "gpu_count": 512}, "prices": {"per_gpu_hour": 4.0},
          "efficiency": {"model": "fitted"}}

@@ -15,9 +15,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from budget.errors import ScenarioError
-from budget.model import build_model
-from budget.scenario import parse_scenario
+from budget.core.errors import ScenarioError
+from budget.model.model import build_model
+from budget.inputs.options import parse_scenario
 from support import SCENARIOS, SEED_H100, plan_of, raw, with_changes
 
 README = (Path(__file__).parent.parent / "README.md").read_text(encoding="utf-8")
@@ -234,7 +234,7 @@ def test_a_bad_calibration_is_one_clear_problem(catalog, changes, path, words):
 
 
 def test_the_report_says_the_utilisation_is_calibrated(catalog):
-    from budget.report import render_html, render_markdown
+    from budget.render.report import render_html, render_markdown
     from conftest import PLAIN_CASES
     path, changes = PLAIN_CASES["pilot-calibrated"]
     plan = plan_of(with_changes(raw(path), changes), catalog, "pilot")

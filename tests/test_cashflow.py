@@ -14,12 +14,12 @@ import openpyxl
 import pytest
 from openpyxl.utils.cell import get_column_letter, range_boundaries
 
-from budget.bind import excel_serial, from_serial
-from budget.cashflow import month_totals
-from budget.formula import BENIGN_CONSTANTS, SUPPORTED_FUNCTIONS
-from budget.model import COST_LINES
-from budget.recalc import is_error, read_values, recalculate, relative_difference
-from budget.workbook import write_workbook
+from budget.core.dates import excel_serial, from_serial
+from budget.sheets.cashflow import month_totals
+from budget.formula.expr import BENIGN_CONSTANTS, SUPPORTED_FUNCTIONS
+from budget.model.model import COST_LINES
+from budget.xlsx.recalc import is_error, read_values, recalculate, relative_difference
+from budget.sheets.book import write_workbook
 from support import SEED_H100, plan_of, raw, require_soffice, with_changes
 
 TOLERANCE = 1e-9
@@ -441,7 +441,7 @@ def test_the_difference_lines_read_zero(books):
 
 
 def test_month_totals_are_the_sheets_months(books):
-    """budget.cashflow.month_totals (the decision page's quarters) reads the sheet's own months."""
+    """budget.sheets.cashflow.month_totals (the decision page's quarters) reads the sheet's own months."""
     for book in ("base", "reserved", "taxed"):
         result, got = books["results"][book], books["values"][book]
         names = result.names
@@ -455,7 +455,7 @@ def test_month_totals_are_the_sheets_months(books):
 def test_the_chinese_cashflow_sheet(catalog):
     """In a zh book the Cashflow sheet's headings, line labels and live notes come from the zh
     catalog; the fiscal-year names and the fiscal-year note stay formulas."""
-    from budget import i18n
+    from budget.core import i18n
 
     plan = plan_of(_seed_with({"language": "zh", "schedule.fiscal_year_start_month": 4}), catalog, "zh")
     result = write_workbook(plan)

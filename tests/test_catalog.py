@@ -11,10 +11,10 @@ import sys
 import openpyxl
 import pytest
 
-from budget.catalog import FIGURES, OPTIONAL_FIGURES, data_dir, load_catalog
-from budget.errors import CatalogError
-from budget.model import ACCELERATOR_TABLE, build_model
-from budget.workbook import write_workbook
+from budget.inputs.catalog import FIGURES, OPTIONAL_FIGURES, data_dir, load_catalog
+from budget.core.errors import CatalogError
+from budget.model.model import ACCELERATOR_TABLE, build_model
+from budget.sheets.book import write_workbook
 from conftest import PLAIN_CASES
 from support import SCENARIOS, plan_of, raw, with_changes
 
@@ -269,7 +269,7 @@ def test_catalog_is_not_loaded_at_import():
              "opened = []\n"
              "real = pathlib.Path.read_text\n"
              "pathlib.Path.read_text = lambda self, *a, **k: (self.suffix == '.yaml' and opened.append(self.name)) or real(self, *a, **k)\n"
-             "import budget.cli, budget.plan, budget.workbook\n"
+             "import budget.cli.app, budget.plan.plan, budget.sheets.writer\n"
              "print(','.join(opened))\n")
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == ""
@@ -312,7 +312,7 @@ def test_catalog_rejects_unknown_keys(tmp_path):
 
 def test_a_broken_catalog_is_reported_in_the_runs_language(tmp_path, capsys):
     """A catalog file is the user's to fix too: its problems are messages like a scenario's."""
-    from budget.cli import _print_error
+    from budget.cli.app import _print_error
 
     folder = _edited_catalog(tmp_path, "accelerators.yaml", *UNLISTED_SOURCE)
     path = folder / "accelerators.yaml"
@@ -359,15 +359,15 @@ def test_a_preset_moe_needs_its_expert_width(tmp_path):
 def test_bundled_catalogs_read_by_libyaml_equal_the_strict_loaders_reading():
     """The bundled catalog files go through libyaml (issue 14); the data is the strict Python
     loader's, and a duplicate key is still refused, by the strict loader's own message."""
-    from budget.catalog import read_bundled
-    from budget.errors import load_yaml
+    from budget.inputs.catalog import read_bundled
+    from budget.core.errors import load_yaml
 
     for path in sorted(data_dir("catalogs").glob("*.yaml")):
         assert read_bundled(path) == load_yaml(path, CatalogError), path
 
 
 def test_a_duplicate_key_is_refused_on_the_fast_path_too(tmp_path):
-    from budget.catalog import read_bundled
+    from budget.inputs.catalog import read_bundled
 
     path = tmp_path / "accelerators.yaml"
     path.write_text("sources: {a: x}\naccelerators: []\nsources: {b: y}\n", encoding="utf-8")

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from budget import __version__
-from budget.cli import main
+from budget.cli.app import main
 from support import ROOT, SEED_H100
 
 SEED_TEXT = SEED_H100.read_text(encoding="utf-8")
@@ -160,7 +160,7 @@ def test_several_scenarios_and_output_dir(tmp_path, capsys):
 def test_several_scenarios_on_a_pool_give_what_one_process_gives(tmp_path, capsys, monkeypatch):
     """Several scenarios are built by a pool of processes (issue 14, both cores): the files, the
     printed lines and their order are those of a run in one process."""
-    import budget.cli as cli
+    import budget.cli.app as cli
 
     scenarios = [SEED_H100, ROOT / "scenarios" / "gpt3-175b-a100.yaml", ROOT / "scenarios" / "gpt3-175b-options.yaml"]
     monkeypatch.setattr(cli, "workers", lambda count: 2)
@@ -177,7 +177,7 @@ def test_several_scenarios_on_a_pool_give_what_one_process_gives(tmp_path, capsy
 
 
 def test_a_bad_scenario_on_a_pool_stops_the_run_with_the_first_error(tmp_path, capsys, monkeypatch):
-    import budget.cli as cli
+    import budget.cli.app as cli
 
     monkeypatch.setattr(cli, "workers", lambda count: 2)
     bad = _bad(tmp_path, "bad", SEED_TEXT.replace("  gpu_count: 512", "  gpu_count: -4"))
@@ -316,7 +316,7 @@ def test_help_follows_lang_and_survives_a_latin1_terminal(capsys):
 
 
 def test_the_headline_is_in_the_plans_language(catalog):
-    from budget.cli import _headline
+    from budget.cli.app import _headline
     from support import seed_plan
 
     en, zh = seed_plan(catalog), seed_plan(catalog, language="zh")
@@ -330,7 +330,7 @@ def test_the_headline_is_in_the_plans_language(catalog):
 def test_the_command_line_does_not_import_numpy_or_pillow_for_openpyxl(tmp_path):
     # openpyxl imports numpy only to accept numpy scalars and Pillow only for images; the CLI
     # refuses those imports (a third of start-up) and leaves both importable afterwards.
-    code = ("import sys; from budget.cli import main; "
+    code = ("import sys; from budget.cli.app import main; "
             f"code = main(['-q', '-o', {str(tmp_path)!r}]); "
             "import openpyxl.compat.numbers as n, openpyxl.drawing.image as i; "
             "print(code, 'numpy' in sys.modules, 'PIL' in sys.modules, n.NUMPY, bool(i.PILImage), "
@@ -343,7 +343,7 @@ def test_the_command_line_does_not_import_numpy_or_pillow_for_openpyxl(tmp_path)
 
 
 def test_the_model_is_built_once_per_language():
-    from budget.model import build_model
+    from budget.model.model import build_model
     assert build_model() is build_model("en")
     assert build_model("zh") is not build_model("en")
 

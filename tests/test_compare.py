@@ -13,10 +13,10 @@ import re
 import openpyxl
 import pytest
 
-from budget.compare import COMPARE_NAMES
-from budget.grid import grid_rows
-from budget.recalc import read_values, recalculate, relative_difference
-from budget.workbook import write_workbook
+from budget.sheets.compare import COMPARE_NAMES
+from budget.sheets.grid import grid_rows
+from budget.xlsx.recalc import read_values, recalculate, relative_difference
+from budget.sheets.book import write_workbook
 from support import SEED_H100, plan_of, raw, require_soffice, with_changes
 
 TOLERANCE = 1e-9
@@ -182,7 +182,7 @@ def test_the_options_example_regenerates_seed_002s_comparison(tmp_path, catalog)
     """scenarios/gpt3-175b-options.yaml through the command line: the Compare sheet, recalculated
     by LibreOffice, shows 158.2 / 316.5 / 79.1 days on 512 / 256 / 1,024 H100 and 254 on
     1,024 A100, each column equal to the option's own plan."""
-    from budget.cli import main
+    from budget.cli.app import main
     from support import SCENARIOS
 
     require_soffice()
@@ -211,8 +211,8 @@ def test_the_options_example_regenerates_seed_002s_comparison(tmp_path, catalog)
 def test_the_chinese_compare_sheet(catalog):
     """A zh book's Compare sheet: Chinese headings, the recommendation's label and rule, and the
     option names as the scenario gives them."""
-    from budget import i18n
-    from budget.options import build_option_plans
+    from budget.core import i18n
+    from budget.plan.options import build_option_plans
     from support import SCENARIOS
 
     data = with_changes(raw(SCENARIOS / "gpt3-175b-options.yaml"), {"language": "zh"})

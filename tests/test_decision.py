@@ -6,8 +6,8 @@ import subprocess
 
 import pytest
 
-from budget.decision import recommended
-from budget.report import render_html, render_markdown
+from budget.plan.options import recommended
+from budget.render.report import render_html, render_markdown
 from support import SCENARIOS, plan_of, raw, require_tool, with_changes
 from test_report import _pdf_of
 
@@ -18,7 +18,7 @@ PAPERS = ("A4", "letter")
 def options_plan(catalog):
     from dataclasses import replace
 
-    from budget.options import build_option_plans
+    from budget.plan.options import build_option_plans
     plans = build_option_plans(SCENARIOS / "gpt3-175b-options.yaml", catalog)
     return replace(plans[0][1], options=tuple(plans[1:]))
 
@@ -65,10 +65,10 @@ def test_the_markdown_leads_with_the_same_decision(seed_h100):
 
 
 def test_risks_are_the_largest_swings_then_the_checks(seed_h100):
-    from budget.decision import decision
-    from budget.report import status
-    from budget.workbook import scenario_digest
-    from budget.workbook import write_workbook
+    from budget.render.decision import decision
+    from budget.render.report import status
+    from budget.plan.plan import scenario_digest
+    from budget.sheets.book import write_workbook
     d = decision(seed_h100, status(seed_h100), scenario_digest(seed_h100), write_workbook(seed_h100))
     swings = [r for r in d["risks"] if not r.startswith(("Check", "Warning"))]
     assert [r.split(":")[0] for r in swings] == ["GPU rental price", "MFU", "Training tokens",
@@ -85,8 +85,8 @@ def test_a_plan_without_options_has_no_recommendation_line(catalog):
 
 def test_spend_by_quarter_sums_the_cashflow_months(seed_h100):
     """The quarters are the Cashflow sheet's months summed; together they are the total."""
-    from budget.decision import quarters
-    from budget.workbook import write_workbook
+    from budget.render.decision import quarters
+    from budget.sheets.book import write_workbook
     q = quarters(write_workbook(seed_h100))
     assert [x["label"] for x in q][:3] == ["2027 Q1", "2027 Q2", "2027 Q3"]
     assert sum(x["value"] for x in q) == pytest.approx(seed_h100.total_cost, rel=1e-12)
@@ -98,7 +98,7 @@ def options_plan_zh(catalog):
     """The options scenario with `language: zh`."""
     from dataclasses import replace
 
-    from budget.options import build_option_plans
+    from budget.plan.options import build_option_plans
     path = SCENARIOS / "gpt3-175b-options.yaml"
     plans = build_option_plans(with_changes(raw(path), {"language": "zh"}), catalog, path=path)
     return replace(plans[0][1], options=tuple(plans[1:]))

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from budget.formula import (IF, MAX, MOD, ROUNDUP, SUMPRODUCT, Lookup, Num, Ref, compile_items)
+from budget.formula.expr import (IF, MAX, MOD, ROUNDUP, SUMPRODUCT, Lookup, Num, Ref, compile_items)
 
 
 def _eval(expr, **values):
@@ -33,7 +33,7 @@ def test_constants_must_be_named_inputs():
 
 
 def test_only_supported_functions():
-    from budget.formula import Call
+    from budget.formula.expr import Call
     with pytest.raises(ValueError):
         Call("XLOOKUP", (Ref("a"),))
 
@@ -109,13 +109,13 @@ def _same(x, y):
 @pytest.mark.parametrize("name", sorted(_REFERENCE))
 @given(a=_values, b=_values)
 def test_comparisons_fast_paths_match_the_general_rule(name, a, b):
-    import budget.formula as f
+    import budget.formula.expr as f
     assert _same(_outcome(getattr(f, name), a, b), _outcome(_REFERENCE[name], a, b))
 
 
 @given(a=_values, b=_values)
 def test_near_equal_floats_compare_equal_both_ways(a, b):
-    from budget.formula import _approx_equal
+    from budget.formula.expr import _approx_equal
     assert _approx_equal(a, b) == _reference_approx_equal(a, b)
 
 
@@ -124,14 +124,14 @@ def test_near_equal_floats_compare_equal_both_ways(a, b):
     (float("nan"), float("nan"), False), (float("inf"), float("inf"), True), (None, 0.0, True),
     (None, "", True), ("Full", "full", True), (True, "TRUE", True), (1.0, "1.0", True), (None, None, True)])
 def test_tricky_equalities(a, b, equal):
-    from budget.formula import _approx_equal, _eq
+    from budget.formula.expr import _approx_equal, _eq
     assert _approx_equal(a, b) is equal and _eq(a, b) is equal
 
 
 @given(xs=st.lists(st.one_of(st.floats(allow_nan=True), st.integers(-3, 3), st.none(), st.just("")),
                    min_size=0, max_size=3).map(tuple))
 def test_max_min_isnumber_and_cat_match_the_general_rule(xs):
-    import budget.formula as f
+    import budget.formula.expr as f
     for fn, builtin in ((f._max, max), (f._min, min)):
         def reference(*ys, builtin=builtin):
             return builtin(f._flat(ys), default=0.0)
@@ -154,7 +154,7 @@ def _plain(items, values, tables, outputs):
 def _specialised(items, args, outputs, values, tables, calls, steady=()):
     """Each call's outputs, from the specialised function (or the plain one where bind says
     it cannot), beside the plain function's; the plain one's exceptions as (type,)."""
-    from budget.formula import Specializer
+    from budget.formula.expr import Specializer
     spec = Specializer(items, args, outputs, steady)
     run = spec.bind(values, tables)
     got, want = [], []
@@ -180,7 +180,7 @@ def test_specialised_keeps_pythons_grouping_of_unparenthesised_sums():
 
 
 def test_specialised_folds_fixed_conditions_and_keeps_what_raises():
-    from budget.formula import AND, OR
+    from budget.formula.expr import AND, OR
     n, d, k, x = Ref("n"), Ref("d"), Ref("k"), Ref("x")
     items = [
         ("lazy", IF(d > 0, n / d, x)),                          # the branch not taken divides by 0
@@ -207,7 +207,7 @@ def test_specialised_folds_fixed_conditions_and_keeps_what_raises():
 
 def test_specialised_needs_every_name_it_reads():
     items = [("out", IF(Ref("x") > 0, Ref("x"), Ref("missing")))]
-    from budget.formula import Specializer
+    from budget.formula.expr import Specializer
     spec = Specializer(items, ["x"], ["out"])
     assert spec.bind({"x": 1.0}, {}) is None             # the plain function raises KeyError
     run = spec.bind({"x": 1.0, "missing": 2.0}, {})
@@ -229,7 +229,7 @@ def test_specialised_remembers_through_the_items_an_arg_reaches_them_by():
     long = ("long", (Ref("step") + x) * (Ref("step") - Ref("f")) / (x + Ref("f") * Ref("step"))
             + Ref("step") * Ref("step") * x - Ref("f") / (Ref("step") + 1) + x * x * Ref("f") - Ref("step") / x)
     items = [step, long, ("out", Ref("long") + z)]
-    from budget.formula import Specializer
+    from budget.formula.expr import Specializer
     spec = Specializer(items, ["x", "z"], ["out"])
     assert spec._key(frozenset({"x", "z"}), ["long"], {"step": frozenset({"x", "z"}), "long": frozenset({"x", "z"})},
                      {"long": {"step", "x", "f"}}) == ["x", "step"]
@@ -254,7 +254,7 @@ def test_specialised_comparisons_decided_by_python_are_the_spreadsheets():
 
 
 def test_specialised_rows_lookups_and_texts():
-    from budget.formula import At, Blanks, PerRow
+    from budget.formula.expr import At, Blanks, PerRow
     x = Ref("x")
     items = [("per_row", PerRow(At("rows") * x + Ref("f"), "rows")),
              ("empty", PerRow(At("nothing") / Ref("zero"), "nothing")),
@@ -269,8 +269,8 @@ def test_specialised_rows_lookups_and_texts():
 
 
 def test_large_sources_compile_once_and_unreadable_copies_compile_afresh(monkeypatch):
-    from budget import cache
-    from budget.formula import _KEEP_COMPILED_FROM, _code
+    from budget.core import cache
+    from budget.formula.expr import _KEEP_COMPILED_FROM, _code
     source = "def f(x):\n" + "".join(f"    x = x * 1.0001 + {i}.5\n" for i in range(_KEEP_COMPILED_FROM // 20)) + "    return x\n"
     assert len(source) >= _KEEP_COMPILED_FROM
     fresh = compile(source, "<test>", "exec")

@@ -16,14 +16,14 @@ import openpyxl
 import pytest
 import yaml
 
-from budget.bind import unbind
-from budget.cli import main
-from budget import i18n
-from budget.i18n import MESSAGES_DIR as MESSAGES
-from budget.importer import WorkbookError, import_workbook
-from budget.model import build_model
-from budget.recalc import read_values, recalculate, relative_difference
-from budget.workbook import write_workbook
+from budget.inputs.bind import unbind
+from budget.cli.app import main
+from budget.core import i18n
+from budget.core.i18n import MESSAGES_DIR as MESSAGES
+from budget.inputs.importer import WorkbookError, import_workbook
+from budget.model.model import build_model
+from budget.xlsx.recalc import read_values, recalculate, relative_difference
+from budget.sheets.book import write_workbook
 from support import SCENARIOS, plan_of, raw, require_soffice, with_changes
 
 BUNDLED = ("gpt3-175b-h100", "gpt3-175b-a100", "llama3-70b-h100-deadline")
@@ -333,8 +333,8 @@ def test_a_chinese_workbooks_errors_and_warnings_are_chinese(tmp_path, capsys, c
 def test_the_books_language_is_its_language_property_else_its_subject():
     from types import SimpleNamespace
 
-    from budget import i18n
-    from budget.importer import book_language
+    from budget.core import i18n
+    from budget.inputs.importer import book_language
 
     def props(language=None, subject=None):
         return SimpleNamespace(language=language, subject=subject)

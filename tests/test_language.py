@@ -12,10 +12,11 @@ import re
 import openpyxl
 import pytest
 
-from budget import i18n
-from budget.cli import main
-from budget.recalc import is_error, read_values, recalculate
-from budget.workbook import scenario_digest, write_workbook
+from budget.core import i18n
+from budget.cli.app import main
+from budget.xlsx.recalc import is_error, read_values, recalculate
+from budget.sheets.book import write_workbook
+from budget.plan.plan import scenario_digest
 from support import SCENARIOS, SEED_H100, plan_of, raw, require_soffice, with_changes
 
 ZH_EXAMPLE = SCENARIOS / "gpt3-175b-h800-cny.yaml"
@@ -30,7 +31,7 @@ _STRING_LITERAL = re.compile(r'"(?:[^"]|"")*"')
 
 
 def _plan(path, lang, catalog, name):
-    from budget.options import build_option_plans
+    from budget.plan.options import build_option_plans
     from dataclasses import replace
 
     data = with_changes(raw(path), {"language": lang})
@@ -167,7 +168,7 @@ def test_the_zh_example_is_priced_in_yuan_on_a_domestic_quote(catalog):
 
 def test_a_chinese_book_says_its_language(books):
     """zh-CN in the book's properties (what `import` reads first); English books carry none."""
-    from budget.importer import book_language
+    from budget.inputs.importer import book_language
 
     zh = openpyxl.load_workbook(books["zh-example"]["zh"][1])
     en = openpyxl.load_workbook(books["zh-example"]["en"][1])

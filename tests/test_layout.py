@@ -8,10 +8,10 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from budget.errors import ScenarioError
-from budget.i18n import fmt, text
-from budget.layout import Space, layout_domains
-from budget.model import build_model
+from budget.core.errors import ScenarioError
+from budget.core.i18n import fmt, text
+from budget.plan.layout import Space, layout_domains
+from budget.model.model import build_model
 from support import SCENARIOS, SEED_H100, plan_of, raw, seed_plan, with_changes
 
 UNPINNED = {"parallelism": {}, "sources": {}}
@@ -770,13 +770,13 @@ def test_deepseek_v3_scenario_against_its_report(catalog):
         assert not plan_of(with_changes(data, change), catalog).fits
 
 
-# --- the search's specialised formulas (budget.formula.Specializer) give the plain numbers ------
+# --- the search's specialised formulas (budget.formula.expr.Specializer) give the plain numbers ------
 
 @pytest.fixture
 def checked_evaluations(monkeypatch):
     """Every layout the search evaluates specialised is evaluated by the plain compiled function
     too: the same outputs, value by value (type and repr: -0.0, nan and 1 vs 1.0 count)."""
-    from budget import layout
+    from budget.plan import layout
     seen = {"specialised": 0}
     specialised = layout.Evaluator._specialised
 
@@ -823,8 +823,8 @@ def test_the_search_sorts_only_the_rows_that_can_rank():
     import math
     import random
 
-    from budget.model import RECOMPUTE_MODES
-    from budget.layout import RANKED_OUTPUTS, _distinct, _faster_key, _first, _nearest, _row_key
+    from budget.model.model import RECOMPUTE_MODES
+    from budget.plan.layout import RANKED_OUTPUTS, _distinct, _faster_key, _first, _nearest, _row_key
     rng = random.Random(14)
     for trial in range(200):
         rows = []

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from budget import i18n
-from budget.model import PILOT_VALUES, STAGE_VALUES, UNCERTAIN, build_model, message_keys
+from budget.core import i18n
+from budget.model.model import PILOT_VALUES, STAGE_VALUES, UNCERTAIN, build_model, message_keys
 
 ROOT = Path(__file__).resolve().parent.parent
 MODEL_AREA = "model.yaml"     # the model's catalog file: its ids are built from model names
@@ -73,7 +73,7 @@ def template_literals(path: Path) -> list[str]:
 
 
 def _sources() -> str:
-    files = [*sorted((ROOT / "budget").glob("*.py")), *sorted((ROOT / "templates").glob("*.j2"))]
+    files = [*sorted((ROOT / "budget").rglob("*.py")), *sorted((ROOT / "templates").glob("*.j2"))]
     return "\n".join(p.read_text(encoding="utf-8") for p in files)
 
 
@@ -122,7 +122,7 @@ def test_placeholders_match_english():
             assert sorted(set(re.findall(r"\{[^{}]*\}", message))) == want, (lang, key)
 
 
-@pytest.mark.parametrize("module", sorted(p.name for p in (ROOT / "budget").glob("*.py")))
+@pytest.mark.parametrize("module", sorted(p.relative_to(ROOT / "budget").as_posix() for p in (ROOT / "budget").rglob("*.py")))
 def test_no_user_facing_literal_in_the_code(module):
     found = python_literals(ROOT / "budget" / module)
     assert not found, f"literal text left in budget/{module}: {found}"
@@ -186,9 +186,9 @@ def test_model_texts_come_from_the_catalog():
 
 def test_messages_are_not_loaded_at_import():
     """Importing the package reads no catalog; building the model does (fresh interpreter)."""
-    probe = ("import budget.cli, budget.plan, budget.workbook, budget.scenario, budget.i18n as i\n"
+    probe = ("import budget.cli.app, budget.plan.plan, budget.sheets.writer, budget.inputs.scenario, budget.core.i18n as i\n"
              "print(i.catalog.cache_info().currsize)\n"
-             "import budget.model as m; m.build_model()\n"
+             "import budget.model.model as m; m.build_model()\n"
              "print(i.catalog.cache_info().currsize)\n")
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
     assert out.stdout.split() == ["0", "1"]

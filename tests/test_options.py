@@ -10,11 +10,12 @@ import sys
 import pytest
 import yaml
 
-from budget.cli import main
-from budget.errors import ScenarioError
-from budget.options import build_option_plans, merge, option_scenarios, options_of
-from budget.plan import build_plan
-from budget.scenario import load_scenario, parse_scenario
+from budget.cli.app import main
+from budget.core.errors import ScenarioError
+from budget.inputs.options import merge, option_scenarios, options_of
+from budget.plan.options import build_option_plans
+from budget.plan.plan import build_plan
+from budget.inputs.options import load_scenario, parse_scenario
 from support import ROOT, SCENARIOS, SEED_H100, raw
 
 OPTIONS = SCENARIOS / "gpt3-175b-options.yaml"

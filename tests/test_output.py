@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 
 from budget import __version__
-from budget.cli import main
-from budget.output import (JOURNAL_NAME, LOCK_NAME, MANIFEST_NAME, PAUSE_AFTER_RENAMES,
+from budget.cli.app import main
+from budget.cli.output import (JOURNAL_NAME, LOCK_NAME, MANIFEST_NAME, PAUSE_AFTER_RENAMES,
                            PAUSE_WHILE_STAGING, STAGING_PREFIX, Output, read_manifest, recover,
                            write_outputs)
 from support import ROOT, SEED_A100, SEED_H100
@@ -297,7 +297,7 @@ def test_signal_while_staging_leaves_no_staging_and_the_old_set(built, scenario_
 
 
 def test_python_exception_while_staging_removes_the_staged_files(tmp_path, monkeypatch):
-    import budget.output as output
+    import budget.cli.output as output
 
     out = tmp_path / "out"
     write_outputs(out, [Output(Path("a.md"), b"old")])

@@ -17,9 +17,9 @@ import jsonschema
 import pytest
 import yaml
 
-from budget.cli import main
-from budget.output import Output
-from budget.package import (PLAN_FORMAT, plan_schema, sha256sums)
+from budget.cli.app import main
+from budget.cli.output import Output
+from budget.cli.package import (PLAN_FORMAT, plan_schema, sha256sums)
 from support import ROOT, SCENARIOS, SEED_A100, SEED_H100, raw
 
 OPTIONS = SCENARIOS / "gpt3-175b-options.yaml"
@@ -289,7 +289,7 @@ def package_zh(tmp_path_factory):
 def test_the_chinese_package_index_and_summary(package_zh):
     """--lang zh: the index declares zh-CN and is Chinese (dates 2027年9月23日, kept on one line in
     their column), and so are the command's summary lines."""
-    from budget.report import keep_together
+    from budget.render.report import keep_together
     outdir, stdout = package_zh
     page = (outdir / "index.html").read_text(encoding="utf-8")
     assert page.startswith('<!DOCTYPE html>\n<html lang="zh-CN">')
@@ -322,7 +322,7 @@ def test_chinese_plan_json_is_the_same_data_with_chinese_labels(package_dir, pac
 
 
 def test_the_package_command_speaks_chinese(tmp_path, capsys):
-    from budget.package import parser
+    from budget.cli.package import parser
     assert "生成审批材料包" in parser("zh").format_help()
     with pytest.raises(SystemExit):
         main(["package", "--lang", "zh", "--help"])

@@ -15,7 +15,8 @@ def test_wheel_contains_data_folders(tmp_path):
     wheel = next(tmp_path.glob("trainbudget-*.whl"))
     names = set(zipfile.ZipFile(wheel).namelist())
     for required in ("budget/catalogs/accelerators.yaml", "budget/catalogs/models.yaml",
-                     "budget/scenarios/gpt3-175b-h100.yaml", "budget/cli.py"):
+                     "budget/scenarios/gpt3-175b-h100.yaml", "budget/cli/app.py",
+                     "budget/messages/en/cli.yaml"):
         assert required in names
     assert any(n.startswith("budget/templates/") for n in names)
     entry_points = next(n for n in names if n.endswith("entry_points.txt"))

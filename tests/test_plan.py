@@ -13,7 +13,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from budget.i18n import fmt, text
+from budget.core.i18n import fmt, text
 from support import SEED_H100, plan_of, raw, seed_plan, with_changes
 
 
@@ -291,9 +291,9 @@ def test_hfu_is_all_in_and_converted_with_full_recomputation(catalog):
 # A refusal names what would plan instead, each way out found by the planner's own search and
 # costed by its own items: planning the suggestion gives the figures the message quoted.
 
-from budget.errors import ScenarioError  # noqa: E402
-from budget.layout import Space, layout_domains, splits  # noqa: E402
-from budget.model import build_model  # noqa: E402
+from budget.core.errors import ScenarioError  # noqa: E402
+from budget.plan.layout import Space, layout_domains, splits  # noqa: E402
+from budget.model.model import build_model  # noqa: E402
 
 
 def _scenario(preset: str, gpus: int | None, parallelism: dict | None = None, **changes) -> dict:

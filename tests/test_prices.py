@@ -11,10 +11,10 @@ import openpyxl
 import pytest
 import yaml
 
-from budget.errors import InputError
-from budget.i18n import fmt
-from budget.recalc import read_values, recalculate, relative_difference
-from budget.workbook import write_workbook
+from budget.core.errors import InputError
+from budget.core.i18n import fmt
+from budget.xlsx.recalc import read_values, recalculate, relative_difference
+from budget.sheets.book import write_workbook
 from support import ROOT, SEED_A100, SEED_H100, plan_of, raw, require_soffice, with_changes
 
 HOURS_PER_MONTH = 365 / 12 * 24
@@ -342,7 +342,7 @@ def test_the_new_lines_move_when_the_reviewer_edits_their_drivers(edited_books):
 def test_an_unknown_price_id_is_one_message_with_exit_status_2(tmp_path, capsys):
     """The CLI names the file, the field and the fix, lists the accelerator's prices, and
     writes nothing."""
-    from budget.cli import main
+    from budget.cli.app import main
     data = with_changes(raw(SEED_H100), {"prices.per_gpu_hour": None, "prices.catalog": "h100_tokenai"})
     path = tmp_path / "bad.yaml"
     path.write_text(yaml.safe_dump(data, allow_unicode=True), encoding="utf-8")

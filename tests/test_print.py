@@ -25,7 +25,7 @@ import pytest
 from openpyxl.styles import Font
 from openpyxl.utils import get_column_letter
 
-from budget.workbook import write_workbook
+from budget.sheets.book import write_workbook
 from support import SCENARIOS, plan_of, raw, require_soffice, require_tool
 
 MIN_SCALE = 0.6
@@ -136,9 +136,9 @@ def _calibration_book(path: Path) -> None:
 
 def _to_pdf(books: list[Path], outdir: Path) -> dict[Path, Path]:
     """Each book to PDF in a LibreOffice call of its own, with a private profile (as
-    budget.recalc does). One call for all books printed a blank page after one book's Inputs
+    budget.xlsx.recalc does). One call for all books printed a blank page after one book's Inputs
     sheet that the same book converted alone does not print: state carried between documents."""
-    from budget.recalc import soffice_path
+    from budget.xlsx.recalc import soffice_path
     out, errors = {}, []
     for book in books:
         with tempfile.TemporaryDirectory(prefix="trainbudget-pdf-") as tmp:

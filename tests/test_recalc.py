@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import pytest
 
-from budget.model import build_model
-from budget.recalc import formula_cells, is_error, relative_difference
+from budget.model.model import build_model
+from budget.xlsx.recalc import formula_cells, is_error, relative_difference
 from conftest import EDIT_CASES, PLAIN_CASES
 
 TOLERANCE = 1e-9
@@ -84,7 +84,7 @@ def test_live_layout_edit_moves_memory(oracle):
 def test_fp8_book_on_an_accelerator_without_fp8_fails_its_check(oracle, tmp_path):
     """A reviewer who switches an FP8 workbook to the A100 (no FP8: a blank Catalog cell) sees
     check_precision_peak fail and the master check count it: never "fine" over a blank peak."""
-    from budget.recalc import read_values, recalculate
+    from budget.xlsx.recalc import read_values, recalculate
     from conftest import _edit_book
     case = oracle["fp8-deepseek-memory-no-master"]
     assert _value_at(case, "check_precision_peak") == 0

@@ -18,12 +18,13 @@ import shutil
 import openpyxl
 import pytest
 
-from budget.bind import from_serial
-from budget.importer import import_workbook
-from budget.model import REFERENCE_ROWS
-from budget.recalc import is_error, read_values, recalculate, relative_difference
-from budget.reference import ESTIMATE_ROWS, TABLE, choose, published_rows, tokens_per_gpu_s
-from budget.workbook import write_workbook
+from budget.core.dates import from_serial
+from budget.inputs.importer import import_workbook
+from budget.model.model import REFERENCE_ROWS
+from budget.xlsx.recalc import is_error, read_values, recalculate, relative_difference
+from budget.plan.reference_runs import TABLE, choose, published_rows, tokens_per_gpu_s
+from budget.sheets.reference import ESTIMATE_ROWS
+from budget.sheets.book import write_workbook
 from support import SEED_H100, named_cells, plan_of, raw, require_soffice, with_changes
 
 # The runs chosen for the bundled example and the tokens/s per GPU each source published

@@ -10,7 +10,7 @@ from pathlib import Path
 import jinja2
 import pytest
 
-from budget.report import environment, md_escape, render_html, render_markdown
+from budget.render.report import environment, md_escape, render_html, render_markdown
 from support import SEED_H100, chromium, plan_of, raw, with_changes
 
 GOLDEN = Path(__file__).parent / "golden" / "gpt3-175b-h100.md"
@@ -62,8 +62,9 @@ def test_the_chinese_report_declares_its_language_and_writes_dates_the_chinese_w
 def test_formats_come_from_the_catalog():
     import datetime as dt
 
-    from budget.decision import quarters
-    from budget.report import Words, keep_together
+    from budget.render.decision import quarters
+    from budget.render.report import keep_together
+    from budget.render.words import Words
     en, zh = Words("en"), Words("zh")
     day = dt.date(2027, 1, 4)
     assert (en.date(day), zh.date(day)) == ("2027-01-04", "2027年1月4日")

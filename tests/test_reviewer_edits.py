@@ -31,8 +31,8 @@ import pytest
 from openpyxl.utils.datetime import to_excel
 from openpyxl.utils.cell import column_index_from_string, coordinate_from_string
 
-from budget.recalc import is_error, read_values, recalculate
-from budget.workbook import write_workbook
+from budget.xlsx.recalc import is_error, read_values, recalculate
+from budget.sheets.book import write_workbook
 from support import SCENARIOS, SEED_H100, plan_of, raw, require_soffice, require_tool, with_changes
 
 TOLERANCE = 1e-9
@@ -546,7 +546,7 @@ def test_other_currency_leaves_no_usd_text(reviewed):
     typed into cells); on Inputs, USD shows only where an amount is still in dollars: its
     currency cell and the unit beside it, which follows that cell."""
     book = reviewed["seed-currency-eur"]
-    from budget.model import build_model
+    from budget.model.model import build_model
     model = build_model()
     dollar = {n for n, d in model.inputs.items() if d.unit == "ISO 4217 code" and book[n] == "USD"}
     rows = {book.names[n] for n in dollar}

@@ -33,13 +33,14 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from budget.cli import main, terminal_safe
-from budget.errors import InputError
-from budget.plan import SCHEMA_PATHS, build_plan
-from budget.recalc import is_error, read_values, recalculate, relative_difference
-from budget.report import md_escape, mermaid_text, render_html, render_markdown
-from budget.scenario import parse_scenario
-from budget.workbook import put_text, write_workbook
+from budget.cli.app import main, terminal_safe
+from budget.core.errors import InputError
+from budget.plan.plan import SCHEMA_PATHS, build_plan
+from budget.xlsx.recalc import is_error, read_values, recalculate, relative_difference
+from budget.render.report import md_escape, mermaid_text, render_html, render_markdown
+from budget.inputs.options import parse_scenario
+from budget.sheets.writer import put_text
+from budget.sheets.book import write_workbook
 from support import SCENARIOS, SEED_H100, plan_of, raw, require_soffice, with_changes
 
 SEED = raw(SEED_H100)

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from budget.errors import ScenarioError
-from budget.scenario import load_scenario, parse_scenario
+from budget.core.errors import ScenarioError
+from budget.inputs.options import load_scenario, parse_scenario
 from support import SEED_H100, raw, with_changes
 
 
@@ -80,7 +80,7 @@ def test_empty_file(tmp_path, catalog):
 
 
 def test_sources_must_cite_known_fields(catalog):
-    from budget.plan import build_plan
+    from budget.plan.plan import build_plan
     s = parse_scenario(with_changes(raw(SEED_H100), {"sources": {"prices.gpu": "x"}}), "s.yaml", catalog)
     with pytest.raises(ScenarioError) as err:
         build_plan(s, catalog)
@@ -175,7 +175,7 @@ def test_shape_details_name_field_and_fix(catalog, changes, path, fix_start):
 
 
 def test_preset_details_and_scenario_overrides(catalog):
-    from budget.scenario import resolved_shape
+    from budget.inputs.scenario import resolved_shape
     data = with_changes(raw(SEED_H100), {"model": {"preset": "deepseek-v3", "moe": {"experts_per_token": 6}},
                                          "parallelism": {}})
     shape = resolved_shape(parse_scenario(data, "s.yaml", catalog), catalog)

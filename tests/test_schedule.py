@@ -8,12 +8,12 @@ import re
 
 import pytest
 
-from budget.errors import ScenarioError
-from budget.i18n import fmt, text
-from budget.importer import import_workbook
-from budget.plan import excel_serial, from_serial
-from budget.scenario import LLAMA3_INTERRUPTION_RATE
-from budget.workbook import write_workbook
+from budget.core.errors import ScenarioError
+from budget.core.i18n import fmt, text
+from budget.inputs.importer import import_workbook
+from budget.core.dates import excel_serial, from_serial
+from budget.inputs.scenario import LLAMA3_INTERRUPTION_RATE
+from budget.sheets.book import write_workbook
 from support import LLAMA3_405B_16K, SEED_H100, plan_of, raw, seed_plan, with_changes
 
 

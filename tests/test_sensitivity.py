@@ -9,10 +9,10 @@ import random
 import openpyxl
 import pytest
 
-from budget.model import UNCERTAIN
-from budget.recalc import read_values, recalculate, relative_difference
-from budget.sensitivity import Z90, cases, range_figures
-from budget.workbook import write_workbook
+from budget.model.model import UNCERTAIN
+from budget.xlsx.recalc import read_values, recalculate, relative_difference
+from budget.plan.sensitivity import Z90, cases, range_figures
+from budget.sheets.book import write_workbook
 from support import SCENARIOS, plan_of, raw, require_soffice
 
 BUNDLED = ("gpt3-175b-h100", "gpt3-175b-a100", "llama3-70b-h100-deadline")
@@ -146,7 +146,7 @@ def test_range_names_are_in_the_book(recalculated):
 def test_the_chinese_sensitivity_sheet(catalog):
     """A zh book names the uncertain inputs, the what-if columns and the range rows in Chinese;
     the tornado's live INDEX shows the Chinese labels."""
-    from budget import i18n
+    from budget.core import i18n
     from support import SEED_H100, with_changes
 
     plan = plan_of(with_changes(raw(SEED_H100), {"language": "zh"}), catalog, "zh")

@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from budget.formula import compile_items
-from budget.model import ACCELERATOR_TABLE, build_model
-from budget.plan import accelerator_table, resolve_inputs
-from budget.scenario import parse_scenario
+from budget.formula.expr import compile_items
+from budget.model.model import ACCELERATOR_TABLE, build_model
+from budget.plan.plan import accelerator_table, resolve_inputs
+from budget.inputs.options import parse_scenario
 from support import SEED_H100, raw, with_changes
 
 SHAPE_ITEMS = ("params_from_shape", "model_params", "params_active", "params_active_from_shape",
@@ -162,7 +162,7 @@ def test_hf_config_values_cite_the_file_and_key(catalog):
 
 
 def _hf_problem(catalog, tmp_path, text: str | None, **model):
-    from budget.errors import ScenarioError
+    from budget.core.errors import ScenarioError
     if text is not None:
         (tmp_path / "config.json").write_text(text, encoding="utf-8")
     data = with_changes(raw(SEED_H100), {"model": {"hf_config": "config.json", "seq_len": 4096, **model},
@@ -195,7 +195,7 @@ def test_hf_config_problems_name_file_and_field(catalog, tmp_path, text, says):
 
 
 def test_hf_config_needs_the_training_seq_len(catalog):
-    from budget.errors import ScenarioError
+    from budget.core.errors import ScenarioError
     data = with_changes(raw(SEED_H100), {"model": {"hf_config": "llama3.1-8b.json"}, "parallelism": {}})
     with pytest.raises(ScenarioError) as err:
         parse_scenario(data, HF / "s.yaml", catalog)
@@ -328,10 +328,10 @@ def test_moe_activation_width_by_hand(catalog):
 def test_unbind_inverts_bind_for_todays_shapes(catalog, model, changes):
     """A workbook's shape cells (K/V heads, SwiGLU, MoE, MLA, the FLOPs basis, an HFU) import back
     to a scenario that binds to the same cells."""
-    from budget.bind import unbind
+    from budget.inputs.bind import unbind
     from support import SCENARIOS, plan_of
-    from budget.scenario import parse_scenario
-    from budget.plan import build_plan
+    from budget.inputs.options import parse_scenario
+    from budget.plan.plan import build_plan
     data = with_changes(raw(SEED_H100), {"model": model, "sources": {}, **changes})
     first = build_plan(parse_scenario(data, SCENARIOS / "shape.yaml", catalog), catalog)
     values = {k: iv.value for k, iv in first.inputs.items()}
@@ -416,7 +416,7 @@ def test_catalog_typical_mfu_is_against_bf16(catalog):
 def test_fp8_needs_a_published_fp8_peak(catalog):
     """The A100 has no FP8 (its catalog cell is blank): the scenario is refused at
     hardware.precision, saying which precisions the accelerator has."""
-    from budget.errors import ScenarioError
+    from budget.core.errors import ScenarioError
     with pytest.raises(ScenarioError) as err:
         _precision_plan(catalog, **{"hardware.accelerator": "nvidia_a100_80gb_sxm", "hardware.peak_tflops": None,
                                     "hardware.precision": "fp8"})
@@ -488,7 +488,7 @@ def test_opt_175b_checkpoint_without_fp32_masters(catalog):
 
 
 def test_master_bytes_cannot_exceed_the_optimizer_states(catalog):
-    from budget.errors import ScenarioError
+    from budget.core.errors import ScenarioError
     with pytest.raises(ScenarioError) as err:
         _precision_plan(catalog, **{"memory.precision": "bf16_adam", "memory.master_bytes_per_param": 8})
     assert err.value.problems[0].path == "memory.master_bytes_per_param"
@@ -496,7 +496,7 @@ def test_master_bytes_cannot_exceed_the_optimizer_states(catalog):
 
 def test_unbind_inverts_bind_for_precision(catalog):
     """The precision inputs come back from a workbook's cells as the scenario keys they came from."""
-    from budget.bind import unbind
+    from budget.inputs.bind import unbind
     from support import plan_of
     first = _precision_plan(catalog, **{**DEEPSEEK_V3_RUN, "hardware.precision": "fp8",
                                                            "storage.checkpoint_format": "no_fp32_master",
@@ -516,7 +516,7 @@ def test_unbind_inverts_bind_for_precision(catalog):
 def test_a_scenarios_own_accelerator_row_may_carry_its_fp8_peak(catalog):
     """catalog.accelerators rows (a reviewer's, or a scenario's) take peak_fp8_tflops and
     peak_fp4_tflops; the precision needs the one it names."""
-    from budget.errors import ScenarioError
+    from budget.core.errors import ScenarioError
     row = {"id": "my_gpu", "name": "My GPU", "peak_bf16_tflops": 1000, "peak_fp8_tflops": 2000,
            "hbm_gb": 192, "gpus_per_node": 8, "intra_node_gb_per_s": 450, "inter_node_gbit_per_s": 400,
            "typical_mfu": 0.4, "source": "the vendor's datasheet"}

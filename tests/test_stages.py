@@ -21,11 +21,11 @@ from pathlib import Path
 import openpyxl
 import pytest
 
-from budget.errors import ScenarioError
-from budget.importer import import_workbook
-from budget.model import STAGE_CHECKS
-from budget.recalc import is_error, read_values, recalculate, relative_difference
-from budget.workbook import write_workbook
+from budget.core.errors import ScenarioError
+from budget.inputs.importer import import_workbook
+from budget.model.model import STAGE_CHECKS
+from budget.xlsx.recalc import is_error, read_values, recalculate, relative_difference
+from budget.sheets.book import write_workbook
 from support import SCENARIOS, named_cells, plan_of, raw, require_soffice
 
 PUBLISHED_GPU_HOURS = 30.84e6      # Llama 3.1 model card: 405B, H100-80GB GPU-hours, all training
@@ -144,7 +144,7 @@ def test_a_tokens_what_if_moves_every_stage_in_proportion(staged):
 
 
 def test_an_option_keeps_the_stages(catalog):
-    from budget.options import build_option_plans
+    from budget.plan.options import build_option_plans
     data = llama31(options=[{"name": "shorter", "stages": [{"name": "all", "tokens": "15.6T"}]}])
     with pytest.raises(ScenarioError) as err:
         build_option_plans(data, catalog)

@@ -7,12 +7,13 @@ import re
 
 import openpyxl
 
-from budget.model import build_model
+from budget.model.model import build_model
 import pytest
 
-from budget.formula import BENIGN_CONSTANTS, SUPPORTED_FUNCTIONS
-from budget.reproducible import content_digest
-from budget.workbook import CALC_SHEETS, put_text, write_workbook
+from budget.formula.expr import BENIGN_CONSTANTS, SUPPORTED_FUNCTIONS
+from budget.xlsx.reproducible import content_digest
+from budget.sheets.writer import CALC_SHEETS, put_text
+from budget.sheets.book import write_workbook
 from support import seed_plan
 
 FUNCTION = re.compile(r"([A-Z][A-Z0-9.]*)\(")
@@ -328,7 +329,7 @@ CJK = re.compile(r"[\u4e00-\u9fff]")
 
 
 def _zh(key, **figures):
-    from budget import i18n
+    from budget.core import i18n
     return i18n.fmt(key, "zh", **figures) if figures else i18n.text(key, "zh")
 
 
@@ -387,7 +388,7 @@ def test_the_chinese_inputs_show_chinese_units_messages_and_labels(zh_book):
 
 
 def test_the_chinese_glossary_and_change_log(zh_book):
-    from budget.workbook import GLOSSARY
+    from budget.sheets.writer import GLOSSARY
     _, _, wb = zh_book
     ws = wb["Glossary"]
     assert ws["A1"].value == _zh("workbook.sheets.glossary")
@@ -402,7 +403,7 @@ def test_the_chinese_glossary_and_change_log(zh_book):
 def test_no_english_workbook_text_is_left_in_the_chinese_book(zh_book):
     """Every sentence of the English workbook catalog that Chinese says otherwise is absent from
     the Chinese book, as a cell's text or as the text a formula shows."""
-    from budget import i18n
+    from budget.core import i18n
     _, result, wb = zh_book
     en, zh = i18n.catalog("en"), i18n.catalog("zh")
     english = {v for k, v in en.items() if k.startswith("workbook.") and " " in v and "{" not in v
@@ -415,7 +416,7 @@ def test_no_english_workbook_text_is_left_in_the_chinese_book(zh_book):
 def test_the_chinese_book_has_the_english_names_formulas_and_formats(zh_book, book):
     """Only text differs: the same defined names, and every formula that computes a number is
     the English book's, with its number format."""
-    from budget import i18n
+    from budget.core import i18n
     _, zh_result, zh_wb = zh_book
     en_result, en_wb = book
     assert zh_result.names == en_result.names
@@ -433,7 +434,7 @@ def test_the_chinese_book_has_the_english_names_formulas_and_formats(zh_book, bo
 
 
 def test_widths_count_cjk_characters_twice(zh_book):
-    from budget.workbook import display_width, wrapped_lines
+    from budget.core.text import display_width, wrapped_lines
     assert display_width("GPU 小时") == 8 and display_width("Total (USD)") == 11
     assert display_width("预留金（buffer）") == 6 + 2 + 6 + 2
     assert wrapped_lines("中" * 40, 35) == 3          # 17 characters (34 columns) a line
@@ -454,7 +455,7 @@ def test_a_sheet_merges_a_row_as_openpyxl_does(start_style, width):
     from openpyxl.styles import Border, Side
     from openpyxl.worksheet.worksheet import Worksheet
 
-    from budget.workbook import _Sheet, _styles
+    from budget.sheets.writer import _Sheet, _styles
 
     def merged(kind):
         wb = openpyxl.Workbook()

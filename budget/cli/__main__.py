@@ -1,0 +1,7 @@
+"""`python -m budget.cli`: the trainbudget command."""
+
+import sys
+
+from .app import main
+
+sys.exit(main())

@@ -1,0 +1,438 @@
+"""Workbook → scenario: bring a reviewer's edits back into the file the team keeps.
+
+`import_workbook(path, catalog)` reads the input cells of a trainbudget workbook — as
+generated, or edited in Excel or LibreOffice — by their defined names, checks each against its
+definition (a number where a number belongs, within the workbook's validation), and returns an
+`Imported` with the scenario text (YAML with comments) and the warnings to show. The scenario is
+`unbind` of the cells, plus the catalog rows that differ from the bundled catalog, and is
+validated like any scenario before it is returned.
+
+Nothing is read by the text a cell shows: cells by their defined names, choices by their ids.
+The workbook's language (its `language` property, else the catalog whose subject line it
+carries) is the scenario's `language`, and the language of the warnings, the errors and the
+comments of the scenario it writes.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+import string
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import yaml
+
+from ..core.dates import excel_serial
+from .bind import CODECS, _in_sentence, unbind
+from .catalog import FIGURES, Catalog
+from ..core.errors import InputError, Msg, Problem
+from ..core.i18n import DEFAULT_LANG, catalog as messages, fmt, languages, text
+from ..model.lineitems import InputDef, Model
+from ..model.model import ACCELERATOR_TABLE, FX_TABLE, SEARCH_INPUTS, build_model
+from .options import parse_scenario
+
+# The dense FP8 and FP4 peaks: blank where not published, a figure a reviewer may type
+PEAK_COLUMNS = ("peak_fp8_tflops", "peak_fp4_tflops")
+CATALOG_COLUMNS = ("id", "name", "vendor", *FIGURES, *PEAK_COLUMNS)
+
+
+class WorkbookError(InputError):
+    """A workbook whose cells cannot become a scenario: each problem names sheet, cell, name."""
+
+
+@dataclass
+class Imported:
+    text: str                                   # the scenario, YAML with comments
+    data: dict                                  # the same, as data
+    warnings: list[str] = field(default_factory=list)   # in the language asked for, else the book's
+    lang: str = DEFAULT_LANG                    # the workbook's language: the scenario's
+
+
+class _Label:
+    """An input's label inside a message, in the language the message is printed in."""
+
+    def __init__(self, name: str):
+        self.name = name
+
+    def render(self, lang: str = DEFAULT_LANG) -> str:
+        return _in_sentence(build_model(lang).inputs[self.name].label, lang)
+
+
+def _unit(unit: str):
+    """A unit id as the message's language shows it."""
+    return Msg(f"units.{unit}") if f"units.{unit}" in messages(DEFAULT_LANG) else unit
+
+
+def book_language(props) -> str:
+    """The language a workbook was written in: its `language` property (zh, zh-CN), else the
+    language whose catalog wrote its subject line, else English."""
+    known = languages()
+    tag = (props.language or "").replace("_", "-").split("-")[0].lower()
+    if tag in known:
+        return tag
+    for lang in known:
+        if props.subject and props.subject == messages(lang).get("workbook.properties.subject"):
+            return lang
+    return DEFAULT_LANG
+
+
+def _generated_description(props) -> bool:
+    """Whether the description is the one trainbudget wrote (not a scenario's own): it carries
+    the scenario version, or reads as a language's generated description."""
+    description = props.description or ""
+    if props.identifier and props.identifier in description:
+        return True
+    for lang in languages():
+        template = messages(lang).get("workbook.properties.description")
+        if template and _template_pattern(template).fullmatch(description):
+            return True
+    return False
+
+
+def _template_pattern(template: str, **fixed: str) -> re.Pattern:
+    """A catalog template as a pattern: the `fixed` figures as given, the others as any text
+    (a named group each)."""
+    out, seen = [], set()
+    for literal, name, _, _ in string.Formatter().parse(template):
+        out.append(re.escape(literal))
+        if name is None:
+            continue
+        if name in fixed:
+            out.append(re.escape(fixed[name]))
+        else:
+            out.append(f"(?P={name})" if name in seen else f"(?P<{name}>.*?)")
+            seen.add(name)
+    return re.compile("".join(out), re.S)
+
+
+class _Book:
+    """The cells behind a workbook's defined names."""
+
+    def __init__(self, path: Path):
+        import openpyxl
+        try:
+            self.wb = openpyxl.load_workbook(path, data_only=False)
+        except FileNotFoundError:
+            raise WorkbookError(path, [Problem("", Msg("errors.file.not_found.message"),
+                                               Msg("errors.file.not_found.fix"))]) from None
+        except Exception as exc:   # noqa: BLE001 - any unreadable file is one clear message
+            raise WorkbookError(path, [Problem("", Msg("importer.errors.unreadable.message", detail=str(exc)),
+                                               Msg("importer.errors.unreadable.fix"))]) from None
+        self.path = path
+        self.lang = book_language(self.wb.properties)
+
+    def where(self, name: str) -> tuple[str, str] | None:
+        dn = self.wb.defined_names.get(name)
+        if dn is None or "#REF!" in dn.attr_text:
+            return None
+        sheet, ref = dn.attr_text.rsplit("!", 1)
+        return sheet.strip("'"), ref.replace("$", "")
+
+    def cells(self, name: str) -> list[tuple[str, object]]:
+        """[(Sheet!A1, value)] for a single cell or a one-column range."""
+        at = self.where(name)
+        if at is None:
+            raise WorkbookError(self.path, [Problem(
+                name, Msg("importer.errors.no_name.message"), Msg("importer.errors.no_name.fix"))], self.lang)
+        sheet, ref = at
+        ws = self.wb[sheet]
+        if ":" not in ref:
+            return [(f"{sheet}!{ref}", ws[ref].value)]
+        return [(f"{sheet}!{c.coordinate}", c.value) for row in ws[ref] for c in row]
+
+
+def _cell_value(book: _Book, d: InputDef, where: str, value) -> object:
+    """One input cell as the model's value, or a problem naming the cell."""
+    def bad(message: Msg, fix: Msg):
+        return WorkbookError(book.path, [Problem(f"{where} ({d.name})", message, fix)], book.lang)
+
+    if isinstance(value, str) and value.startswith("="):
+        raise bad(Msg("importer.errors.formula.message"), Msg("importer.errors.formula.fix"))
+    if value is None or (isinstance(value, str) and not value.strip()):
+        if d.optional or d.is_range:
+            return None
+        raise bad(Msg("importer.errors.blank.message"), Msg("importer.errors.blank.fix", label=_Label(d.name)))
+    if d.kind in {"choice", "text", "range_text", "generated_text"}:
+        typed = str(value).strip()
+        if d.choices and typed not in d.choices:
+            choices = ", ".join(d.choices)
+            raise bad(Msg("importer.errors.choice.message", value=repr(typed), choices=choices),
+                      Msg("importer.errors.choice.fix", choices=choices))
+        return typed
+    if d.kind in ("date", "range_date"):      # a date cell; a column of them (the reference runs')
+        if isinstance(value, dt.datetime):
+            return excel_serial(value.date())
+        if isinstance(value, dt.date):
+            return excel_serial(value)
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise bad(Msg("importer.errors.not_number.message", value=repr(value)),
+                  Msg("importer.errors.not_number.fix", unit=_unit(d.unit)))
+    value = float(value)
+    if d.kind == "integer" and not value.is_integer():
+        raise bad(Msg("importer.errors.not_whole.message", value=f"{value:g}"),
+                  Msg("importer.errors.not_whole.fix"))
+    low, high = d.minimum, d.maximum
+    outside = Msg("importer.errors.outside.message", value=f"{value:g}")
+    if low is not None and (value < low or (d.positive and value <= low)):
+        raise bad(outside, Msg("importer.errors.outside.fix_above" if d.positive
+                               else "importer.errors.outside.fix_at_least", bound=f"{low:g}"))
+    if high is not None and value > high:
+        raise bad(outside, Msg("importer.errors.outside.fix_at_most", bound=f"{high:g}"))
+    return value
+
+
+def read_inputs(book: _Book, model: Model) -> dict[str, object]:
+    values: dict[str, object] = {}
+    for d in model.inputs.values():
+        if not d.on_inputs_sheet:
+            continue
+        if d.kind.startswith("generated") and book.where(d.name) is None:
+            values[d.name] = None
+            continue
+        if d.is_range and book.where(d.name) is None:     # a book from before the table
+            values[d.name] = ()
+            continue
+        cells = book.cells(d.name)
+        if d.is_range:
+            values[d.name] = tuple(_cell_value(book, d, w, v) for w, v in cells)
+        else:
+            values[d.name] = _cell_value(book, d, *cells[0])
+    return values
+
+
+def _catalog_source(book: _Book, n: int):
+    """Row n's Source cell: the column right of the accelerator table's last column (the table
+    gains columns over time; its last column's defined name says where it ends)."""
+    from openpyxl.utils.cell import column_index_from_string, coordinate_from_string
+
+    names = [f"{ACCELERATOR_TABLE}_{c}" for c, _, _ in build_model().tables[ACCELERATOR_TABLE].columns]
+    last = next(name for name in reversed(names) if book.where(name) is not None)   # older books: fewer
+    sheet, coordinate = book.cells(last)[n][0].split("!")
+    letter, r = coordinate_from_string(coordinate)
+    source = book.wb[sheet].cell(r, column_index_from_string(letter) + 1).value
+    # The first spare row's Source cell holds the hint to add a row there: not a citation.
+    hints = {messages(lang).get(f"workbook.catalog.spare_rows.{ACCELERATOR_TABLE}") for lang in languages()}
+    return None if source in hints else source
+
+
+def read_catalog_rows(book: _Book) -> list[dict]:
+    columns = {c: book.cells(f"{ACCELERATOR_TABLE}_{c}") for c in CATALOG_COLUMNS
+               if c not in PEAK_COLUMNS or book.where(f"{ACCELERATOR_TABLE}_{c}") is not None}
+    for c in PEAK_COLUMNS:      # a book from before the FP8 and FP4 columns: blank
+        columns.setdefault(c, [(None, None)] * len(columns["id"]))
+    rows = []
+    for n in range(len(columns["id"])):
+        row = {c: columns[c][n][1] for c in CATALOG_COLUMNS}
+        if row["id"] in (None, ""):
+            if any(row[c] not in (None, "") for c in CATALOG_COLUMNS):
+                raise WorkbookError(book.path, [Problem(
+                    f"{columns['id'][n][0]} (acc_id)", Msg("importer.errors.row_without_id.message"),
+                    Msg("importer.errors.row_without_id.fix"))], book.lang)
+            continue
+        for c in (*FIGURES, *PEAK_COLUMNS):
+            if c in ("tdp_w", *PEAK_COLUMNS) and row[c] in (None, ""):    # optional: blank stays blank
+                row[c] = None
+                continue
+            if isinstance(row[c], bool) or not isinstance(row[c], (int, float)):
+                raise WorkbookError(book.path, [Problem(
+                    f"{columns[c][n][0]} (acc_{c})", Msg("importer.errors.not_number.message", value=repr(row[c])),
+                    Msg("importer.errors.figure_not_number.fix"))], book.lang)
+        row["source"] = _catalog_source(book, n) or text("importer.added_in_workbook", book.lang)
+        rows.append(row)
+    return rows
+
+
+def _catalog_changes(rows: list[dict], catalog: Catalog, gpu_type: str) -> tuple[dict, list[dict]]:
+    """(hardware keys, catalog rows) that reproduce the workbook's Catalog sheet."""
+    hardware, changed = {}, []
+    bundled = {a.id: a for a in catalog.accelerators}
+    for row in rows:
+        acc = bundled.get(str(row["id"]))
+        if acc is not None:
+            diffs = [f for f in (*FIGURES, *PEAK_COLUMNS) if _figure(row[f]) != _figure(getattr(acc, f))]
+            if not diffs and row["name"] == acc.name:
+                continue
+            if diffs == ["peak_bf16_tflops"] and row["id"] == gpu_type and row["name"] == acc.name:
+                hardware["peak_tflops"] = _plain(row["peak_bf16_tflops"])
+                continue
+        entry = {"id": str(row["id"]), "name": str(row["name"] or row["id"]),
+                 "vendor": str(row["vendor"] or "")}
+        entry.update({f: _plain(row[f]) for f in (*FIGURES, *PEAK_COLUMNS) if row[f] is not None})
+        entry["gpus_per_node"] = int(entry["gpus_per_node"])
+        entry["source"] = str(row["source"])[:2000]
+        changed.append(entry)
+    return hardware, changed
+
+
+def _figure(x):
+    """A catalog figure or cell as a comparable number (None when blank)."""
+    x = getattr(x, "value", x)
+    return None if x in (None, "") else float(x)
+
+
+def _node_edits(book: _Book, catalog: Catalog, gpu_type: str, values: dict, data: dict) -> None:
+    """A reviewer's edit of the chosen accelerator's node figures on the Catalog sheet becomes
+    the scenario's override (unless the Inputs sheet already overrides them)."""
+    ids = [str(v or "").lower() for _, v in book.cells(f"{ACCELERATOR_TABLE}_id")]
+    if gpu_type.lower() not in ids or catalog.prices is None:
+        return
+    n = ids.index(gpu_type.lower())
+    cell = lambda column: book.cells(f"{ACCELERATOR_TABLE}_{column}")[n][1]  # noqa: E731
+    node = catalog.prices.purchase_for(gpu_type)
+    like = catalog.prices.node_for_power(gpu_type)
+    power, price, currency = cell("node_overhead_kw"), cell("node_price"), cell("node_price_currency")
+    if values.get("node_overhead_kw") in (None, "") and isinstance(power, (int, float)) and (
+            like is None or float(power) != like.overhead_kw_per_node.value):
+        data.setdefault("energy", {})["node_overhead_kw"] = _plain(power)
+    if values.get("node_price") in (None, "") and isinstance(price, (int, float)) and (
+            node is None or float(price) != node.price_per_node.value):
+        data.setdefault("owned", {})["node_price"] = {"amount": _plain(price),
+                                                      "currency": str(currency or values.get("currency"))}
+
+
+def read_fx_rates(book: _Book, currency: str) -> dict[str, float]:
+    """The FX table as `prices.fx_rates`: units of the plan's currency per unit of each other."""
+    codes, rates = book.cells(f"{FX_TABLE}_id"), book.cells(f"{FX_TABLE}_rate")
+    table = {str(c).strip().upper(): r for (_, c), (_, r) in zip(codes, rates)
+             if c not in (None, "") and isinstance(r, (int, float)) and not isinstance(r, bool) and r > 0}
+    if currency not in table:
+        return {}
+    return {code: _plain(rate / table[currency]) for code, rate in table.items() if code != currency}
+
+
+def _plain(x):
+    x = float(x)
+    return int(x) if x.is_integer() and abs(x) < 1e15 else x
+
+
+def _changed_since_generation(values: dict, model: Model) -> list[tuple[InputDef, object, object]]:
+    out = []
+    for name in SEARCH_INPUTS:
+        gen = values.get(f"gen_{name}")
+        now = values.get(name)
+        if gen is None and now is None:
+            continue
+        if isinstance(now, float) and isinstance(gen, (int, float)):
+            if abs(now - float(gen)) <= 1e-12 * max(abs(now), 1.0):
+                continue
+        elif now == gen:
+            continue
+        out.append((model.inputs[name], gen, now))
+    return out
+
+
+def _shown(d: InputDef, value, lang: str = DEFAULT_LANG) -> str:
+    if value is None:
+        return text("importer.blank", lang)
+    if d.codec == "date" and isinstance(value, (int, float)):
+        return CODECS["date"].decode(value).isoformat()
+    return f"{_plain(value):,}" if isinstance(value, float) else str(value)
+
+
+def import_workbook(path: str | Path, catalog: Catalog, lang: str | None = None) -> Imported:
+    """The scenario a workbook's input cells make. `lang`: the language of the warnings (the
+    book's when None); the scenario keeps the book's language."""
+    path = Path(path)
+    book = _Book(path)
+    lang = lang or book.lang
+    model = build_model(book.lang)
+    values = read_inputs(book, model)
+    data = unbind(model, values)
+    # A reviewer who types both wins with the MFU (the workbook uses it first).
+    hardware = data.setdefault("hardware", {})
+    if "effective_tflops" in hardware and ("mfu" in hardware or "baseline_mfu" in hardware):
+        hardware.pop("effective_tflops")
+    peak, rows = _catalog_changes(read_catalog_rows(book), catalog, str(values["gpu_type"]))
+    hardware.update(peak)
+    _node_edits(book, catalog, str(values["gpu_type"]), values, data)
+    fx = read_fx_rates(book, str(values.get("currency") or "USD"))
+    if fx:
+        data.setdefault("prices", {})["fx_rates"] = fx
+    if rows:
+        data["catalog"] = {"accelerators": rows}
+    props = book.wb.properties
+    name = (props.title or path.stem).strip() or path.stem
+    head = {"name": name}
+    if props.description and not _generated_description(props):
+        head["description"] = props.description
+    if book.lang != DEFAULT_LANG:
+        head["language"] = book.lang
+    data = {**head, **data}
+    data["sources"] = _sources(book, model)
+
+    changed = _changed_since_generation(values, model)
+    searched = values.get("layout_searched") == "yes"
+    warnings = []
+    if changed and searched:
+        what = "; ".join(f"{d.path}: {_shown(d, gen, lang)} -> {_shown(d, now, lang)}" for d, gen, now in changed)
+        warnings.append(fmt("importer.warnings.search_changed", lang, changes=what))
+    try:
+        parse_scenario(data, path, catalog)
+    except InputError as err:
+        raise WorkbookError(path, [Problem(p.at, p.what, Msg("importer.errors.in_cell", fix=p.how), p.renames)
+                                   for p in err.problems], book.lang) from None
+    return Imported(_yaml(data, changed, searched, path, book.lang), data, warnings, book.lang)
+
+
+def _cited(source, path: str, lang: str) -> str | None:
+    """The scenario's own citation of `path` in a Source cell, read by the template that wrote
+    it (plan.bind.scenario_cited, "scenario f: path (x)"); None when the cell holds none."""
+    if not isinstance(source, str):
+        return None
+    match = _template_pattern(text("plan.bind.scenario_cited", lang), path=path).fullmatch(source)
+    return match.group("cited") if match else None
+
+
+def _sources(book: _Book, model: Model) -> dict[str, str]:
+    """The scenario's own citations, read back from the Source column ("scenario f: path (x)")."""
+    out = {}
+    for d in model.inputs.values():
+        if d.path is None or d.is_range or not d.on_inputs_sheet or d.kind.startswith("generated"):
+            continue
+        at = book.where(d.name)
+        if at is None:
+            continue
+        sheet, ref = at
+        ws = book.wb[sheet]
+        cited = _cited(ws.cell(ws[ref].row, 4).value, d.path, book.lang)
+        if cited is not None:
+            out[d.path] = cited
+    # the staffing table's Source column is right of it; the stages table's is on its title row
+    for path, first, (down, right) in (("staffing", "staff_role", (0, 4)), ("stages", "stage_name", (-2, 3))):
+        if book.where(first) is None:
+            continue
+        sheet, ref = book.cells(first)[0][0].split("!")
+        ws = book.wb[sheet]
+        cited = _cited(ws.cell(ws[ref].row + down, ws[ref].column + right).value, path, book.lang)
+        if cited is not None:
+            out[path] = cited
+    return out
+
+
+def _yaml(data: dict, changed, searched: bool, path: Path, lang: str = DEFAULT_LANG) -> str:
+    """The scenario as YAML: a header that says where it came from, a comment on each value
+    that differs from the one the workbook was generated with, and on the search's choices;
+    the comments in the workbook's language."""
+    body = yaml.safe_dump(data, sort_keys=False, allow_unicode=True, width=100)
+    notes = {d.path: fmt("importer.comments.was", lang, value=_shown(d, gen, lang)) for d, gen, _ in changed}
+    if searched:
+        for key in ("hardware.gpu_count", "parallelism.tp", "parallelism.pp",
+                    "parallelism.micro_batch_size", "parallelism.zero_stage",
+                    "parallelism.recompute", "parallelism.sequence_parallel"):
+            notes.setdefault(key, text("importer.comments.chosen", lang))
+    lines, section = [], ""
+    for line in body.splitlines():
+        stripped = line.lstrip(" ")
+        indent = len(line) - len(stripped)
+        key = stripped.split(":", 1)[0] if ":" in stripped and not stripped.startswith("- ") else None
+        if indent == 0 and key:
+            section = key
+        dotted = key if indent == 0 else (f"{section}.{key}" if indent == 2 and key else None)
+        if dotted in notes and not line.endswith(":"):
+            line = f"{line}  # {notes[dotted]}"
+        lines.append(line)
+    header = [fmt("importer.comments.header", lang, book=path.name), text("importer.comments.generate", lang)]
+    if changed:
+        header.append(text("importer.comments.marked", lang))
+    return "\n".join(f"# {line}" for line in header) + "\n" + "\n".join(lines) + "\n"

@@ -1,0 +1,113 @@
+"""The decision page: what a budget committee reads first, on one printed page.
+
+`decision(plan)` gathers, from the plan and its options, the decision asked for, the recommended
+option and the alternatives, the P10/P50/P90 total, spend by quarter, the top risks (the largest
+swings of the Sensitivity sheet and every failing or warning check), the key assumptions and the
+sign-off block with the scenario's version digest. The reports lay it out; nothing here is
+computed twice: options are the plans the Compare sheet shows, the range and swings are the
+Sensitivity sheet's, the quarters sum the Cashflow sheet's months.
+"""
+
+from __future__ import annotations
+
+from ..core.dates import from_serial
+from ..core.i18n import DEFAULT_LANG, text
+from ..model.model import UNCERTAIN
+from ..plan.options import recommended
+from ..plan.sensitivity import cases, range_figures
+
+TOP_RISKS = 5
+KEY_ASSUMPTIONS = ("gpu_type", "calibrated_mfu", "price_per_gpu_hour", "train_tokens", "buffer_rate")
+
+
+def quarters(workbook, lang: str = DEFAULT_LANG) -> list[dict]:
+    """Spend by calendar quarter: the Cashflow sheet's months summed, empty quarters left out."""
+    from ..sheets.cashflow import month_totals
+    from .words import Words
+
+    words = Words(lang)
+    out: dict[str, float] = {}
+    for start, total in month_totals(workbook):
+        day = from_serial(start)
+        key = words("report.formats.quarter", year=day.year, quarter=(day.month - 1) // 3 + 1)
+        out[key] = out.get(key, 0.0) + total
+    return [{"label": k, "value": x} for k, x in out.items() if abs(x) > 0.005]
+
+
+def decision(plan, status: dict, digest: str, workbook) -> dict:
+    from .words import Words
+
+    v, cur, words = plan.values, plan.scenario.prices.currency, Words(plan.lang)
+    plans = [(plan.scenario.name, plan), *plan.options]
+    best = recommended([p.values for _, p in plans])
+    rows = []
+    for i, (title, p) in enumerate(plans):
+        pv = p.values
+        failing = int(pv["master_check"])
+        rows.append({"name": title,
+                     "gpus": words("report.decision.accelerators", gpus=f"{p.gpu_count:,}",
+                                   accelerator=pv["accelerator_name"]),
+                     "days": f"{p.train_days:,.1f}", "end": words.date(pv["project_end"]),
+                     "total": words.money(pv["total_cost"], cur),
+                     "checks": words("report.decision.checks_pass") if not failing
+                     else words("report.decision.checks_failing", count=failing),
+                     "recommended": i == best, "base": i == 0})
+    all_cases = cases(plan)
+    rng = range_figures(plan, all_cases)
+    model = plan.model
+    swings = []
+    for key in UNCERTAIN:
+        label = text(f"uncertain.{key}.label", plan.lang)
+        low, high = (c for c in all_cases if c.key == key)
+        lo, hi = low.values["total_cost"] - v["total_cost"], high.values["total_cost"] - v["total_cost"]
+        swings.append((abs(hi - lo), label, lo, hi))
+    swings.sort(key=lambda s: (-s[0], s[1]))
+    risks = [words("report.decision.risk_swing", label=label, low=words.signed_money(lo, cur),
+                   high=words.signed_money(hi, cur))
+             for swing, label, lo, hi in swings if swing > 0][:TOP_RISKS]
+    risks += [words("report.decision.risk_check", text=c["text"]) for c in status["checks"]]
+    risks += [words("report.decision.risk_warning", text=w["text"]) for w in status["warnings"]]
+    shown, more = risks[:TOP_RISKS + 3], max(0, len(risks) - TOP_RISKS - 3)
+    chosen = plans[best][0] if best is not None else None
+    assumptions = []
+    for name in KEY_ASSUMPTIONS:
+        d = model.inputs.get(name) or model.items[name]
+        value = v["accelerator_name"] if name == "gpu_type" else v[name]
+        # an amount is shown in the currency it is typed in (its own currency cell)
+        currency = v.get(getattr(d, "currency", "")) or cur
+        assumptions.append({"label": d.label, "value": _shown(value, d.unit, currency, words)})
+    # The committee approves the recommended option when there is one, else the plan itself;
+    # an option's range is the base plan's relative range (as on the Compare sheet).
+    pick = plans[best][1] if (plan.options and best is not None) else plan
+    pv, scale = pick.values, pick.values["total_cost"] / v["total_cost"]
+    ask = {"total": words.money(pv["total_cost"], cur), "buffer": f"{pv['buffer_rate']:.0%}",
+           "p50": words.money(rng["total_cost_p50"] * scale, cur),
+           "p90": words.money(rng["total_cost_p90"] * scale, cur), "name": plan.scenario.name,
+           "gpus": f"{pick.gpu_count:,}", "accelerator": pv["accelerator_name"],
+           "start": words.date(pv["start_date"]), "end": words.date(pv["project_end"])}
+    return {
+        "ask": (words("report.decision.ask_option", option=plans[best][0], **ask) if pick is not plan
+                else words("report.decision.ask", **ask)),
+        "approvable": status["ok"],
+        "recommended": chosen if plan.options else None,
+        "none_passes": best is None and bool(plan.options),
+        "options": rows,
+        "range": {"p10": words.money(rng["total_cost_p10"], cur), "p50": words.money(rng["total_cost_p50"], cur),
+                  "p90": words.money(rng["total_cost_p90"], cur), "point": words.money(v["total_cost"], cur),
+                  "end_p90": words.date(rng["project_end_p90"])},
+        "quarters": [{"label": q["label"], "amount": words.money(q["value"], cur)}
+                     for q in quarters(workbook, plan.lang)],
+        "risks": shown, "more_risks": more,
+        "assumptions": assumptions,
+        "digest": digest,
+    }
+
+
+def _shown(value, unit: str, currency: str, words) -> str:
+    if isinstance(value, str):
+        return value
+    if unit.startswith("fraction"):
+        return f"{value:.1%}"
+    if unit.startswith("currency"):
+        return words.quantity(f"{value:,.2f}", words.unit(unit, currency))
+    return words.quantity(f"{value:,.4g}", words.unit(unit))
