@@ -255,6 +255,62 @@ def COLUMNS(x: Ref) -> Expr: return Call("COLUMNS", (x,))
 def YEAR(x) -> Expr: return Call("YEAR", (lift(x),))
 def MONTH(x) -> Expr: return Call("MONTH", (lift(x),))
 def DATE(y, m, d) -> Expr: return Call("DATE", (lift(y), lift(m), lift(d)))
+# Sheet-side functions: a sheet's own lookups and sorting (the Sensitivity tornado, a table's rows);
+# the planner's model does not use them, so they have no Python twin.
+def INDEX(area, k) -> Expr: return Call("INDEX", (lift(area), lift(k)))
+def MATCH(x, area) -> Expr: return Call("MATCH", (lift(x), lift(area), Num(0)))    # exact match
+def LARGE(area, k) -> Expr: return Call("LARGE", (lift(area), lift(k)))
+def ROW() -> Expr: return Call("ROW", ())
+def NORMSINV(p) -> Expr: return Call("NORMSINV", (lift(p),))
+
+
+def column_letter(col: int) -> str:
+    """A column's letters: 1 -> A, 27 -> AA."""
+    letters = ""
+    while col > 0:
+        col, rest = divmod(col - 1, 26)
+        letters = chr(65 + rest) + letters
+    return letters
+
+
+@dataclass(frozen=True, eq=False)
+class Cell(Expr):
+    """A cell of the sheet being written, by position ($ where fixed): the sheet's own arithmetic
+    over its cells (a month's column, a table's row) that no line item names. Only rendered: the
+    planner never reads a cell, so it has no Python form."""
+    row: int
+    col: int
+    fixed_row: bool = False
+    fixed_col: bool = False
+
+    def _collect(self, out): pass
+
+    def excel(self, resolve=str):
+        return f"{'$' if self.fixed_col else ''}{column_letter(self.col)}{'$' if self.fixed_row else ''}{self.row}"
+
+    def python(self):
+        raise TypeError(f"cell {self.excel()} has no value in the planner's Python")  # i18n: not text
+
+    def to(self, last: "Cell") -> "Area":
+        return Area(self, last)
+
+    def fixed(self) -> "Cell":
+        return Cell(self.row, self.col, True, True)
+
+
+@dataclass(frozen=True, eq=False)
+class Area(Expr):
+    """A block of the sheet's cells, first:last (a row of months, a table's column)."""
+    first: Cell
+    last: Cell
+
+    def _collect(self, out): pass
+
+    def excel(self, resolve=str):
+        return f"{self.first.excel(resolve)}:{self.last.excel(resolve)}"
+
+    def python(self):
+        raise TypeError(f"area {self.excel()} has no value in the planner's Python")  # i18n: not text
 
 
 @dataclass(frozen=True, eq=False)

@@ -837,7 +837,12 @@ class _Writer:
         self.wb.defined_names[name] = _defined_name(name, f"'{sheet}'!{ref}")
         self.result.names[name] = f"{sheet}!{ref.replace('$', '')}"
 
-    def formula(self, ws, row: int, col: int, text: str, expected, fmt: str | None):
+    def formula(self, ws, row: int, col: int, expr: Expr, expected, fmt: str | None,
+                resolve: Callable[[str], str] = str):
+        """A formula cell: `expr` rendered, each name it reads through `resolve` (a defined name by
+        default), in the calculation style with `fmt`; `expected` is the planner's value of it,
+        which the recalculation tests hold the spreadsheet's to."""
+        text = expr if isinstance(expr, str) else excel(expr, resolve)    # str: being retired (issue 24)
         cell = ws._cells.get((row, col))
         if cell is None:
             cell = _new_cell(ws, row, col)
