@@ -274,19 +274,39 @@ def column_letter(col: int) -> str:
 
 
 @dataclass(frozen=True, eq=False)
-class Cell(Expr):
-    """A cell of the sheet being written, by position ($ where fixed): the sheet's own arithmetic
-    over its cells (a month's column, a table's row) that no line item names. Only rendered: the
-    planner never reads a cell, so it has no Python form."""
-    row: int
-    col: int
-    fixed_row: bool = False
-    fixed_col: bool = False
+class Bool(Expr):
+    """TRUE or FALSE."""
+    value: bool
 
     def _collect(self, out): pass
 
     def excel(self, resolve=str):
-        return f"{'$' if self.fixed_col else ''}{column_letter(self.col)}{'$' if self.fixed_row else ''}{self.row}"
+        return "TRUE" if self.value else "FALSE"
+
+    def python(self):
+        return repr(bool(self.value))
+
+
+TRUE, FALSE = Bool(True), Bool(False)
+
+
+@dataclass(frozen=True, eq=False)
+class Cell(Expr):
+    """A cell by position ($ where fixed; on another sheet when `sheet` is given): a sheet's own
+    arithmetic over its cells (a month's column, a table's row) that no line item names. Only
+    rendered: the planner never reads a cell, so it has no Python form."""
+    row: int
+    col: int
+    fixed_row: bool = False
+    fixed_col: bool = False
+    sheet: str | None = None
+
+    def _collect(self, out): pass
+
+    def excel(self, resolve=str):
+        where = "" if self.sheet is None else "'" + self.sheet.replace("'", "''") + "'!"
+        return (f"{where}{'$' if self.fixed_col else ''}{column_letter(self.col)}"
+                f"{'$' if self.fixed_row else ''}{self.row}")
 
     def python(self):
         raise TypeError(f"cell {self.excel()} has no value in the planner's Python")  # i18n: not text
@@ -295,7 +315,7 @@ class Cell(Expr):
         return Area(self, last)
 
     def fixed(self) -> "Cell":
-        return Cell(self.row, self.col, True, True)
+        return Cell(self.row, self.col, True, True, self.sheet)
 
 
 @dataclass(frozen=True, eq=False)

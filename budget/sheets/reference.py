@@ -21,9 +21,9 @@ from openpyxl.utils import get_column_letter
 
 from ..model.model import REFERENCE_ROWS
 from ..plan.reference_runs import TABLE
-from .stages import row_resolver, table_cell
+from .stages import row_resolver, shown, table_ref
 from .writer import (BOLD_FONT, NAME_FONT, NOTE_FONT, REFERENCE_SHEET, SECTION_FONT, WRAP_TOP, Resolved,
-                     excel, line_height, number_format, put_text)
+                     line_height, number_format, put_text)
 
 FIRST_COL = 3         # C: the first run; A label, B unit
 HEAD_ROW = 4
@@ -80,8 +80,8 @@ def write_reference(w, ws, plan) -> None:
         put_text(ws.cell(HEAD_ROW, c), m(f"workbook.columns.{key}"))
         w.named(ws.cell(HEAD_ROW, c), "Header")
     for k in range(n):                           # each run's name, live from the table on Inputs
-        at = table_cell(w, REFERENCE_ROWS, k)
-        cell = w.formula(ws, HEAD_ROW, FIRST_COL + k, f'IF({at}="","",{at})', plan.values[REFERENCE_ROWS][k], None)
+        cell = w.formula(ws, HEAD_ROW, FIRST_COL + k, shown(table_ref(w, REFERENCE_ROWS, k)),
+                         plan.values[REFERENCE_ROWS][k], None)
         w.named(cell, "Header")
         cell.alignment = WRAP_TOP
     ws.row_dimensions[HEAD_ROW].height = 4 * line_height(False)     # a run's name wraps in its column
@@ -91,7 +91,7 @@ def write_reference(w, ws, plan) -> None:
         d = model.inputs[name]
         _label(w, ws, row, d.label, d.unit, name, n)
         for k in range(n):
-            w.formula(ws, row, FIRST_COL + k, table_cell(w, name, k), plan.values[name][k],
+            w.formula(ws, row, FIRST_COL + k, table_ref(w, name, k), plan.values[name][k],
                       number_format(d.unit)).alignment = WRAP_TOP
         if d.unit == "catalog id":                # an accelerator's id wraps in its column
             ws.row_dimensions[row].height = 2 * line_height(False)
@@ -110,8 +110,7 @@ def write_reference(w, ws, plan) -> None:
         ws.cell(row, 1).font = BOLD_FONT
         row += 1
         for k, value in enumerate(plan.inputs[name].value):
-            at = table_cell(w, REFERENCE_ROWS, k)
-            w.formula(ws, row + k, 1, f'IF({at}="","",{at})', plan.values[REFERENCE_ROWS][k], None)
+            w.formula(ws, row + k, 1, shown(table_ref(w, REFERENCE_ROWS, k)), plan.values[REFERENCE_ROWS][k], None)
             w.input_value(ws.cell(row + k, FIRST_COL), value, d.unit)
         w.define(name, ws, f"${first}${row}:${first}${row + max(n, 1) - 1}")
         row += max(n, 1) + 1
@@ -126,8 +125,8 @@ def write_reference(w, ws, plan) -> None:
         item = rows[name]
         _label(w, ws, r, item.label, item.unit, name, n, item.note if name in OWN_ROWS else "")
         for k in range(n):
-            w.formula(ws, r, FIRST_COL + k, excel(item.expr, resolvers[k]), plan.values[name][k],
-                      COMPACT_FORMATS.get(item.unit, number_format(item.unit)))
+            w.formula(ws, r, FIRST_COL + k, item.expr, plan.values[name][k],
+                      COMPACT_FORMATS.get(item.unit, number_format(item.unit)), resolvers[k])
         w.define(name, ws, f"${first}${r}:${last}${r}")
     # one page wide at 60% or more (tests/test_print.py): at most about 177 width units in all
     w.widths(ws, [34, 12, *([12] * max(n, 1)), 22, 26])

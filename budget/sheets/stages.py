@@ -16,8 +16,9 @@ from __future__ import annotations
 from openpyxl.utils import get_column_letter
 from openpyxl.utils.cell import column_index_from_string, coordinate_from_string
 
+from ..formula.expr import IF, Cell, Expr
 from ..model.model import STAGE_CHECKS, STAGE_VALUES
-from .writer import NAME_FONT, NOTE_FONT, SECTION_FONT, Resolved, excel, number_format, put_text
+from .writer import NAME_FONT, NOTE_FONT, SECTION_FONT, Resolved, number_format, put_text
 
 FIRST_COL = 3         # C: the first stage; A label, B unit
 HEAD_ROW = 4
@@ -48,8 +49,8 @@ def write_stages(w, ws, plan) -> None:
     for name, r in placed.items():
         item, values = w.model.items[name], plan.values[name]
         for k in range(n):
-            w.formula(ws, r, FIRST_COL + k, excel(item.expr, resolvers[k]),
-                      values[k] if k < len(values) else "", number_format(item.unit))
+            w.formula(ws, r, FIRST_COL + k, item.expr, values[k] if k < len(values) else "",
+                      number_format(item.unit), resolvers[k])
         if name.startswith("stage_check_"):
             w.flag_format(ws, f"{first}{r}:{last}{r}", blank_ok=True)
     w.widths(ws, [40, 12, *([14] * n), 26, 36])
@@ -68,8 +69,7 @@ def _head(w, ws, plan, n: int) -> None:
         w.named(ws.cell(HEAD_ROW, c), "Header")
     for k in range(n):
         name = names[k] if k < len(names) and names[k] is not None else ""
-        at = table_cell(w, "stage_name", k)
-        cell = w.formula(ws, HEAD_ROW, FIRST_COL + k, f'IF({at}="","",{at})', name, None)
+        cell = w.formula(ws, HEAD_ROW, FIRST_COL + k, shown(table_ref(w, "stage_name", k)), name, None)
         w.named(cell, "Header")
     if not names:
         put_text(ws.cell(HEAD_ROW - 1, 1), w.m("workbook.stages.none"))
@@ -99,24 +99,30 @@ def _labels(w, ws, n: int) -> dict[str, int]:
     return placed
 
 
+def shown(cell: Cell) -> Expr:
+    """A table cell shown elsewhere: blank while the cell is blank (not 0)."""
+    return IF(cell.eq(""), "", cell)
+
+
 def table_cell(w, name: str, k: int) -> str:
-    """Cell k of a defined name's range, as a reference ('Inputs'!$B$230): down a column (the
-    stages table on Inputs) or along a row (a row item on the Stages sheet). A name is defined
-    once (a second definition raises), so its cells are remembered per book."""
+    """`table_ref` rendered ('Inputs'!$B$230), for a resolver. A name is defined once (a second
+    definition raises), so its cells are remembered per book."""
     known = w.table_cells.get((name, k))
     if known is None:
-        known = w.table_cells[(name, k)] = _table_cell(w, name, k)
+        known = w.table_cells[(name, k)] = table_ref(w, name, k).excel()
     return known
 
 
-def _table_cell(w, name: str, k: int) -> str:
+def table_ref(w, name: str, k: int) -> Cell:
+    """Cell k of a defined name's range: down a column (the stages table on Inputs) or along a
+    row (a row item on the Stages sheet)."""
     sheet, ref = w.result.names[name].split("!")
     first, _, last = ref.partition(":")
     column, row = coordinate_from_string(first)
+    col = column_index_from_string(column)
     if last and coordinate_from_string(last)[1] == row:        # one row: step along it
-        column = get_column_letter(column_index_from_string(column) + k)
-        return f"'{sheet}'!${column}${row}"
-    return f"'{sheet}'!${column}${row + k}"
+        return Cell(row, col + k, True, True, sheet)
+    return Cell(row + k, col, True, True, sheet)
 
 
 def row_resolver(w, placed: dict[str, int], k: int, col: int):

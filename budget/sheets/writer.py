@@ -23,7 +23,8 @@ from xml.etree.ElementTree import _escape_attrib, _escape_cdata
 
 from openpyxl import Workbook
 from openpyxl.cell._writer import write_cell
-from openpyxl.cell.cell import ERROR_CODES, ILLEGAL_CHARACTERS_RE, Cell, MergedCell
+from openpyxl.cell.cell import ERROR_CODES, ILLEGAL_CHARACTERS_RE, MergedCell
+from openpyxl.cell.cell import Cell as XlCell
 from openpyxl.comments.comment_sheet import CommentRecord
 from openpyxl.compat import safe_string
 from openpyxl.drawing.spreadsheet_drawing import SpreadsheetDrawing
@@ -35,6 +36,7 @@ from openpyxl.styles.differential import DifferentialStyle
 from openpyxl.styles.numbers import BUILTIN_FORMATS_MAX_SIZE, BUILTIN_FORMATS_REVERSE
 from openpyxl.styles.stylesheet import write_stylesheet
 from openpyxl.utils import column_index_from_string, get_column_letter, range_boundaries
+from openpyxl.utils.cell import coordinate_from_string
 from openpyxl.utils.indexed_list import IndexedList
 from openpyxl.utils.escape import escape as header_escape
 from openpyxl.utils.units import DEFAULT_COLUMN_WIDTH
@@ -55,7 +57,8 @@ from openpyxl.xml.functions import Element, tostring
 
 from .. import __version__
 from ..core.text import display_width, has_wide, wrapped_lines  # noqa: F401 (display_width: tests measure with it)
-from ..formula.expr import IF, ISERROR, OR, ROUND, Expr, Ref, Text, compile_items, lift
+from ..formula.expr import (AND, FALSE, IF, ISERROR, ISNUMBER, NOT, OR, ROUND, TRUE, YEAR, Cell, Expr, Num, Ref,
+                            Text, compile_items, lift)
 from ..core.i18n import DEFAULT_LANG, Messages, text
 from ..model.lineitems import InputDef, Item
 from ..model.model import build_model
@@ -220,7 +223,7 @@ def _text_lead(cell, text: str) -> bool:
     return lead
 
 
-_NEW_CELL = Cell.__new__
+_NEW_CELL = XlCell.__new__
 _STYLE_COPY = _Array.__new__     # _STYLE_COPY(StyleArray, "i", a) is StyleArray(a) without its Python __new__
 
 
@@ -228,7 +231,7 @@ def _new_cell(ws, row: int, column: int):
     """An empty cell of `ws`, as Worksheet.cell makes it, stored in the sheet."""
     if row < 1 or column < 1 or row > 1048576:
         raise ValueError(f"no cell at row {row}, column {column}")  # i18n: not text
-    cell = _NEW_CELL(Cell)
+    cell = _NEW_CELL(XlCell)
     cell.parent = ws
     cell.row = row
     cell.column = column
@@ -522,13 +525,13 @@ def _template(expr: Expr) -> tuple | None:
 _RULE_STYLES: dict[int, tuple[PatternFill, DifferentialStyle]] = {}
 
 
-def formula_rule(formula: str, fill: PatternFill) -> Rule:
-    """openpyxl's FormulaRule(formula=[formula], fill=fill), its differential style shared by
+def formula_rule(expr: Expr, fill: PatternFill) -> Rule:
+    """openpyxl's FormulaRule(formula=[expr rendered], fill=fill), its differential style shared by
     every rule with that fill (a module constant), so that writing the book finds the style's
     id once (_FastSheetWriter.write_formatting) rather than comparing it with each one held."""
     rule = _NEW_RULE(Rule)           # Rule(type="expression", formula=[formula]), made without its checks
     rule.__dict__.update(_RULE_FIELDS)
-    rule.__dict__["formula"] = [formula]
+    rule.__dict__["formula"] = [excel(expr)]
     known = _RULE_STYLES.get(id(fill))
     if known is None or known[0] is not fill:
         known = _RULE_STYLES[id(fill)] = (fill, DifferentialStyle(fill=fill))
@@ -686,7 +689,7 @@ class _Writer:
         self.format_ids: dict[str, int] = {}            # number format -> its id in the book
         self.calculation_arrays: dict[str | None, StyleArray] = {}   # formula(): format -> its style
         self.result = WorkbookResult(b"")
-        self.candidate_cells: list[dict[str, str]] = []   # per candidate: layout input -> Inputs cell
+        self.candidate_cells: list[dict[str, Cell]] = []   # per candidate: layout input -> Inputs cell
         self.wrap_top: int | None = None          # style ids wrap_long_text reuses (speed)
         self.top_aligned: dict[int, int] = {}
         self.alignment_looks: dict[int, tuple[bool, bool]] = {}   # alignment id -> _alignment_look
@@ -733,7 +736,7 @@ class _Writer:
     def live(self, ws, row: int, col: int, expr: Expr, fmt: str | None = None):
         """A formula cell from an expression, its expected value computed by the same compiler
         the planner uses (so text formulas record exactly the text the spreadsheet shows)."""
-        return self.formula(ws, row, col, expr.excel(), self.value_of(expr), fmt)
+        return self.formula(ws, row, col, expr, self.value_of(expr), fmt)
 
     def value_of(self, expr: Expr):
         """What the compiled expression gives over the plan's values (read through, not copied:
@@ -772,7 +775,7 @@ class _Writer:
         if known is None:           # the same unit gives the same formula and value in a book
             expr = self.unit_expr(unit, currency=currency)
             known = self.unit_formulas[(unit, currency)] = \
-                (None, self.unit_display(unit)) if expr is None else (expr.excel(), self.value_of(expr))
+                (None, self.unit_display(unit)) if expr is None else (expr, self.value_of(expr))
         if known[0] is None:
             put_text(ws.cell(row, col), known[1])
             return ws.cell(row, col)
@@ -1102,7 +1105,7 @@ class _Writer:
         self.unit_cell(ws, row, 3, d.unit, d.currency or "currency")
         put_text(ws.cell(row, 4), iv.source)
         if d.name == "gpu_type":       # the product name, live beside the drop-down
-            self.formula(ws, row, 5, "accelerator_name", self.plan.values["accelerator_name"], None)
+            self.formula(ws, row, 5, Ref("accelerator_name"), self.plan.values["accelerator_name"], None)
         elif iv.note:
             put_text(ws.cell(row, 5), iv.note)
         put_text(ws.cell(row, 6), d.name)
@@ -1112,7 +1115,7 @@ class _Writer:
         twin = f"gen_{d.name}"
         if twin in self.model.inputs:   # the value the layout search saw, kept visibly
             self.generated_value(ws, row, 7, twin, d.unit)
-            changed = formula_rule(f"$B{row}<>$G{row}", CHANGED_FILL)
+            changed = formula_rule(Cell(row, 2, fixed_col=True).ne(Cell(row, 7, fixed_col=True)), CHANGED_FILL)
             ws.conditional_formatting.add(f"A{row}:G{row}", changed)
 
     def generated_value(self, ws, row: int, col: int, name: str, unit: str) -> None:
@@ -1145,7 +1148,7 @@ class _Writer:
             self.unit_cell(ws, row, 3, d.unit)
             if source in self.model.items:
                 now = live_text(self.m("workbook.inputs.generation.now"), value=Ref(source))
-                self.formula(ws, row, 5, f'IF({source}={d.name},"",{now.excel()})', "", None)
+                self.formula(ws, row, 5, IF(Ref(source).eq(Ref(d.name)), "", now), "", None)
             put_text(ws.cell(row, 6), d.name)
             set_font(ws.cell(row, 6), NAME_FONT)
         return row
@@ -1166,7 +1169,7 @@ class _Writer:
     def new_validation(self, coord: str, d: InputDef) -> DataValidation:
         dv = self._validation(d)
         if dv is None:
-            dv = _data_validation(type="custom", formula1="TRUE")   # a carrier for the input message
+            dv = _data_validation(type="custom", formula1=excel(TRUE))   # a carrier for the input message
             dv.showErrorMessage = False
         else:
             dv.errorTitle = self.m("workbook.validation.error_title")
@@ -1187,12 +1190,12 @@ class _Writer:
     def _validation(self, d: InputDef) -> DataValidation | None:
         m = self.m
         if d.kind == "choice":
-            source = d.choices_from or '"' + ",".join(d.choices or ()) + '"'
+            source = excel(Ref(d.choices_from) if d.choices_from else Text(",".join(d.choices or ())))
             dv = _data_validation(type="list", formula1=source, allow_blank=False)
             dv.error = m("workbook.validation.choice", label=d.label)
             return dv
         if d.kind == "date":
-            dv = _data_validation(type="date", operator="greaterThan", formula1="1")
+            dv = _data_validation(type="date", operator="greaterThan", formula1=excel(Num(1)))
             dv.error = m("workbook.validation.date", label=d.label)
             return dv
         if d.kind not in {"integer", "number", "fraction", "range"} or d.minimum is None:
@@ -1268,7 +1271,7 @@ class _Writer:
                 cell = ws.cell(r, c)
                 self.input_value(cell, cand.layout.as_inputs()[name], self.model.inputs[name].unit)
                 self.validate(ws, cell.coordinate, self.model.inputs[name])
-                cells[name] = f"'Inputs'!${get_column_letter(c)}${r}"
+                cells[name] = Cell(r, c, True, True, sheet="Inputs")
             self.candidate_cells.append(cells)
 
     def catalog(self) -> None:
@@ -1416,21 +1419,19 @@ class _Writer:
                                m("workbook.timeline.columns.end")])
         for w in range(weeks):
             col = first_col + w
-            letter, before = get_column_letter(col), get_column_letter(col - 1)
-            text = "start_date" if w == 0 else f"{before}{head}+7"
+            letter, week, before = get_column_letter(col), Cell(head, col), Cell(head, col - 1)
             day = values["start_date"] + 7 * w
-            cell = self.formula(ws, head, col, text, day, "mm-dd")
+            cell = self.formula(ws, head, col, Ref("start_date") if w == 0 else before + 7, day, "mm-dd")
             self.named(cell, "Header")
             cell.number_format = "mm-dd"
             cell.alignment = WEEK_ALIGNMENT
             # the year above the week where it changes (and above the first week)
             year = from_serial(day).year
             if w == 0:
-                self.formula(ws, head - 1, col, f"YEAR({letter}{head})", float(year), "0")
+                self.formula(ws, head - 1, col, YEAR(week), float(year), "0")
             else:
                 changed = year != from_serial(day - 7).year
-                self.formula(ws, head - 1, col, f'IF(YEAR({letter}{head})<>YEAR({before}{head}),'
-                                                f'YEAR({letter}{head}),"")',
+                self.formula(ws, head - 1, col, IF(YEAR(week).ne(YEAR(before)), YEAR(week), ""),
                              float(year) if changed else "", "0")
             set_font(ws.cell(head - 1, col), YEAR_FONT)
             ws.cell(head - 1, col).alignment = WEEK_ALIGNMENT    # a number does not spill: 2027 reads upright
@@ -1444,11 +1445,12 @@ class _Writer:
             put_text(ws.cell(r, 1), m(f"workbook.timeline.phases.{key}"))
             for c, suffix in ((2, "start"), (3, "end")):
                 item = self.model.items[f"{key}_{suffix}"]
-                self.formula(ws, r, c, excel(item.expr), values[item.name], DATE_FORMAT)
+                self.formula(ws, r, c, item.expr, values[item.name], DATE_FORMAT)
                 self.define(item.name, ws, f"${get_column_letter(c)}${r}")
             colour = GANTT_COLOURS[n % len(GANTT_COLOURS)]
-            rule = FormulaRule(formula=[f"AND({first}${head}<$C{r},{first}${head}+7>$B{r})"],
-                               fill=PatternFill("solid", start_color=colour, end_color=colour))
+            week = Cell(head, first_col, fixed_row=True)     # relative to the bar's first cell
+            in_week = AND(week < Cell(r, 3, fixed_col=True), week + 7 > Cell(r, 2, fixed_col=True))
+            rule = FormulaRule(formula=[excel(in_week)], fill=PatternFill("solid", start_color=colour, end_color=colour))
             ws.conditional_formatting.add(f"{first}{r}:{last}{r}", rule)
         row = head + len(TIMELINE_PHASES) + 2
         phase_items = {f"{key}_{end}" for key in TIMELINE_PHASES for end in ("start", "end")}
@@ -1458,7 +1460,7 @@ class _Writer:
             name = item.name
             put_text(ws.cell(r, 1), m("workbook.timeline.label_note", label=item.label, note=item.note)
                      if item.note else item.label)
-            self.formula(ws, r, 2, excel(item.expr), values[name], number_format(item.unit))
+            self.formula(ws, r, 2, item.expr, values[name], number_format(item.unit))
             if item.unit != "date":
                 put_text(ws.cell(r, 3), self.unit_text(item.unit))
             self.define(name, ws, f"$B${r}")
@@ -1483,13 +1485,13 @@ class _Writer:
             self.formula(ws, row, col, self.candidate_cells[n][name], value, None)
             return
         item = self.model.items[name]
-        cell = self.formula(ws, row, col, excel(item.expr, resolve), value, number_format(item.unit))
+        cell = self.formula(ws, row, col, item.expr, value, number_format(item.unit), resolve)
         if item.is_flag:
             self.flag_format(ws, cell.coordinate, item.kind == "warning")
 
     def item_row(self, ws, row: int, item: Item) -> None:
         put_text(ws.cell(row, 1), item.label)
-        cell = self.formula(ws, row, 2, excel(item.expr), self.plan.values[item.name],
+        cell = self.formula(ws, row, 2, item.expr, self.plan.values[item.name],
                             number_format(item.unit))
         self.unit_cell(ws, row, 3, item.unit)
         put_text(ws.cell(row, 4), item.name)
@@ -1504,13 +1506,13 @@ class _Writer:
         """Green only for a number equal to 0; red (amber for a warning) for anything else,
         an error value included. Formula rules: a cellIs rule never matches an error. With
         `blank_ok`, an empty text (a spare stage's column) is left plain."""
-        cell = coord.split(":")[0].replace("$", "")
-        fine = f"AND(ISNUMBER({cell}),{cell}=0)"
-        blank = f'IF(ISERROR({cell}),FALSE,{cell}="")' if blank_ok else ""
+        letters, row = coordinate_from_string(coord.split(":")[0].replace("$", ""))
+        cell = Cell(row, column_index_from_string(letters))
+        fine = AND(ISNUMBER(cell), cell.eq(0))
+        blank = IF(ISERROR(cell), FALSE, cell.eq(""))
         ws.conditional_formatting.add(coord, formula_rule(fine, OK_RULE_FILL))
-        ws.conditional_formatting.add(coord, formula_rule(
-            f"NOT(OR({fine},{blank}))" if blank_ok else f"NOT({fine})",
-            WARN_RULE_FILL if warning else BAD_RULE_FILL))
+        ws.conditional_formatting.add(coord, formula_rule(NOT(OR(fine, blank)) if blank_ok else NOT(fine),
+                                                          WARN_RULE_FILL if warning else BAD_RULE_FILL))
 
     def summary(self) -> None:
         """What a CFO reads in 30 seconds: the status and, one fixed row per check and warning,
@@ -1541,9 +1543,9 @@ class _Writer:
         cell = self.live(ws, 5, 1, status)
         self.named(cell, "Normal")
         cell.font = TITLE_FONT
-        fine = "AND(ISNUMBER(master_check),master_check=0)"
-        ws.conditional_formatting.add("A5:D5", FormulaRule(formula=[fine], fill=OK_RULE_FILL))
-        ws.conditional_formatting.add("A5:D5", FormulaRule(formula=[f"NOT({fine})"], fill=BAD_RULE_FILL))
+        fine = AND(ISNUMBER(master), master.eq(0))
+        ws.conditional_formatting.add("A5:D5", FormulaRule(formula=[excel(fine)], fill=OK_RULE_FILL))
+        ws.conditional_formatting.add("A5:D5", FormulaRule(formula=[excel(NOT(fine))], fill=BAD_RULE_FILL))
         row = self.summary_row(ws, 6, "master_check", m("workbook.summary.checks_failing"))
         for check in self.model.checks():
             self.flag_line(ws, row, check, CHECK_FONT)
@@ -1569,9 +1571,11 @@ class _Writer:
                 if name == "memory_in_words":
                     put_text(ws.cell(row, 1), m("workbook.summary.labels.memory_in_words"))
                     self.live(ws, row, 2, memory_in_words(m))
-                    fine = "AND(ISNUMBER(check_memory_fits),check_memory_fits=0)"
-                    ws.conditional_formatting.add(f"A{row}:C{row}", FormulaRule(formula=[fine], fill=OK_RULE_FILL))
-                    ws.conditional_formatting.add(f"A{row}:C{row}", FormulaRule(formula=[f"NOT({fine})"],
+                    fits = Ref("check_memory_fits")
+                    fine = AND(ISNUMBER(fits), fits.eq(0))
+                    ws.conditional_formatting.add(f"A{row}:C{row}", FormulaRule(formula=[excel(fine)],
+                                                                                  fill=OK_RULE_FILL))
+                    ws.conditional_formatting.add(f"A{row}:C{row}", FormulaRule(formula=[excel(NOT(fine))],
                                                                                   fill=BAD_RULE_FILL))
                     row += 1
                     continue
@@ -1601,7 +1605,7 @@ class _Writer:
         item = self.model.items.get(name) or self.model.inputs[name]
         if label is not None or ws.cell(row, 1).value is None:
             put_text(ws.cell(row, 1), label or item.label)
-        cell = self.formula(ws, row, 2, name, self.plan.values[name], number_format(item.unit))
+        cell = self.formula(ws, row, 2, Ref(name), self.plan.values[name], number_format(item.unit))
         if item.unit not in ("checks", "date"):
             self.unit_cell(ws, row, 3, item.unit)
         if getattr(item, "is_flag", False) or name in ("master_check", "warning_count"):
@@ -1915,7 +1919,7 @@ class _FastSheetWriter(WorksheetWriter):
                             put("</row>")
                     last, row = r, str(r)
                 style = cell._style
-                if cell._comment is not None or (type(cell) is Cell and cell._hyperlink is not None):
+                if cell._comment is not None or (type(cell) is XlCell and cell._hyperlink is not None):
                     out = self._openpyxl_cell(xf, out, cell, style is not None and style.tobytes() != _PLAIN)
                     put = out.append
                     continue
