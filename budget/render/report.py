@@ -350,7 +350,7 @@ def keep_together(text):
 def mermaid_text(text: str) -> str:
     """A Mermaid task or section name: one line with nothing Mermaid reads as syntax (the
     colon ends a name, %% starts a directive or comment, # and ; start entities and statements)."""
-    return " ".join(re.sub(r"[:;#%{}<>`~\\\[\]|]", " ", str(text)).split())
+    return " ".join(re.sub(r"[:;#%{}<>`~\\\[\]|]", " ", str(text)).split())  # not formula text
 
 
 class _TemplateCache(jinja2.FileSystemBytecodeCache):
@@ -383,7 +383,7 @@ def _template_cache() -> jinja2.BytecodeCache | None:
     options = (__version__, getattr(jinja2, "__version__", ""), sorted(_ENV_OPTIONS.items()))
     key = hashlib.sha256(repr(options).encode()).hexdigest()[:12]
     try:
-        return _TemplateCache(pattern=f"trainbudget-{key}-%s.cache")  # i18n: not text (a file name)
+        return _TemplateCache(pattern=f"trainbudget-{key}-%s.cache")  # i18n: not text (a file name); not formula text
     except (OSError, RuntimeError):     # no usable temporary folder: compile every time
         return None
 

@@ -1945,14 +1945,14 @@ class _FastSheetWriter(WorksheetWriter):
                         text = value[1:]
                         if "&" in text or "<" in text or ">" in text:
                             text = _escape_cdata(text)
-                        put(f'<c r="{letters[col]}{row}"{styled}><f>{text}</f><v /></c>')
+                        put(f'<c r="{letters[col]}{row}"{styled}><f>{text}</f><v /></c>')  # not formula text
                         continue
                 elif kind == "s":
                     if type(value) is str and value and (
                             not (value[0].isspace() or value[-1].isspace()) or not value.strip()):
                         if "&" in value or "<" in value or ">" in value:
                             value = _escape_cdata(value)
-                        put(f'<c r="{letters[col]}{row}"{styled} t="inlineStr"><is><t>{value}</t></is></c>')
+                        put(f'<c r="{letters[col]}{row}"{styled} t="inlineStr"><is><t>{value}</t></is></c>')  # not formula text
                         continue
                 elif kind == "n":
                     if value is None:
@@ -1960,7 +1960,7 @@ class _FastSheetWriter(WorksheetWriter):
                         continue
                     kind_of_value = type(value)
                     if kind_of_value is int or kind_of_value is float and math.isfinite(value):
-                        put(f'<c r="{letters[col]}{row}"{styled} t="n"><v>{"%.16g" % value}</v></c>')
+                        put(f'<c r="{letters[col]}{row}"{styled} t="n"><v>{"%.16g" % value}</v></c>')  # not formula text
                         continue
                 out = self._openpyxl_cell(xf, out, cell, bool(styled))
                 put = out.append
@@ -2028,12 +2028,12 @@ def _header_xml(hf: HeaderFooter) -> str | None:
             if type(part) is not _HeaderFooterPart or part.font or part.size or part.color:
                 return None
             if part.text is not None:
-                text.append(f"&{key}{part.text}")
+                text.append(f"&{key}{part.text}")  # not formula text
         text = "".join(text)
         if "&[" in text:                # a code HeaderFooterItem.__str__ rewrites
             return None
         text = header_escape(text)
-        out.append(f"<{name}>{_escape_cdata(text)}</{name}>" if text else f"<{name} />")
+        out.append(f"<{name}>{_escape_cdata(text)}</{name}>" if text else f"<{name} />")  # not formula text
     out.append("</headerFooter>")
     return "".join(out)
 
@@ -2050,7 +2050,7 @@ def _row_head(r: int, dim) -> str:
     if fields.keys() == _ROW_DIMENSION_FIELDS.keys() and dim._style is None and type(fields["ht"]) is float \
             and _row_others(fields) == _ROW_OTHERS:
         return f'<row r="{r}" ht="{"%.16g" % fields["ht"]}" customHeight="1">'  # i18n: not text
-    return f'<row r="{r}"' + "".join(f' {k}="{_escape_attrib(v)}"' for k, v in dim) + ">"  # i18n: not text
+    return f'<row r="{r}"' + "".join(f' {k}="{_escape_attrib(v)}"' for k, v in dim) + ">"  # i18n: not text; not formula text
 
 
 class _Letters(dict):
@@ -2084,7 +2084,7 @@ def _formatting_xml(sqref: str, rules: list[Rule]) -> str | None:
         for formula in rule.formula:
             if type(formula) is not str or not formula:
                 return None
-            parts.append(f"<formula>{_escape_cdata(formula)}</formula>")
+            parts.append(f"<formula>{_escape_cdata(formula)}</formula>")  # not formula text
         parts.append("</cfRule>")
     if not rules:
         return None
@@ -2140,7 +2140,7 @@ def _validation_xml(dv: DataValidation) -> str | None:
             value = "1" if value else "0"
         elif type(value) is not str:
             return None
-        parts.append(f' {name}="{_escape_attrib(value)}"')
+        parts.append(f' {name}="{_escape_attrib(value)}"')  # not formula text
     formulas = [(tag, getattr(dv, tag)) for tag in ("formula1", "formula2")]
     formulas = [(tag, text) for tag, text in formulas if text is not None]
     if not formulas:
@@ -2150,7 +2150,7 @@ def _validation_xml(dv: DataValidation) -> str | None:
         stripped = text.strip() if type(text) is str and text else None
         if stripped is None or (stripped and text != stripped):     # empty, or openpyxl adds xml:space
             return None
-        parts.append(f"<{tag}>{_escape_cdata(text)}</{tag}>")
+        parts.append(f"<{tag}>{_escape_cdata(text)}</{tag}>")  # not formula text
     parts.append("</dataValidation>")
     return "".join(parts)
 
@@ -2191,7 +2191,7 @@ def _names_xml(names) -> str | None:
     for name in names:
         if type(name) is _Name and _name_others(name.__dict__) == _NO_OTHERS \
                 and type(name.attr_text) is str and name.name not in RESERVED:
-            parts.append(f'<definedName name="{_escape_attrib(name.name)}">'  # i18n: not text
+            parts.append(f'<definedName name="{_escape_attrib(name.name)}">'  # i18n: not text; not formula text
                          f"{_escape_cdata(name.attr_text)}</definedName>")
         else:
             parts.append(tostring(name.to_tree()).decode("utf-8"))
