@@ -273,9 +273,9 @@ class ParallelismSection(_Section):
     virtual_pipeline_stages: _whole(ge=1, le=64) = 1
     # Llama 3 §3.3.2: one layer fewer on the first and on the last stage (embedding, output head).
     first_last_stage_layers_fewer: bool = False
-    # DeepSeek-V3 §3.2.1: DualPipe (approximated: budget/model.py bubble_fraction); 1F1B otherwise
+    # DeepSeek-V3 §3.2.1: DualPipe (approximated: budget/model/model.py bubble_fraction); 1F1B otherwise
     pipeline_schedule: Literal["1f1b", "dualpipe"] = "1f1b"
-    # The search tries interleaving too (budget/layout.py INTERLEAVING), instead of a pinned
+    # The search tries interleaving too (budget/plan/layout.py INTERLEAVING), instead of a pinned
     # virtual_pipeline_stages
     search_interleaving: bool = False
     # Expert parallelism (MoE only), inside DP: DP must be a multiple of ep (Megatron-Core, DeepSeek-V3).
@@ -587,7 +587,7 @@ def _spread(low: float, high: float):
 def _uncertainty_section() -> type[_Section]:
     """Low and high values of the uncertain inputs (Sensitivity sheet), read as P10 and P90:
     `mfu` in points added to the MFU in use, the others as factors on the base value. The
-    keys and defaults are budget.model.UNCERTAIN_SPREADS's, so they are said once (and no
+    keys and defaults are budget.model.model.UNCERTAIN_SPREADS's, so they are said once (and no
     message catalog is read at import)."""
     from pydantic import create_model
 
@@ -696,7 +696,7 @@ class Scenario(_Section):
     catalog: CatalogSection = CatalogSection()
     sources: dict[SafeText, LongText] = {}
     # Alternatives to compare: raw mappings of overrides, each merged onto this scenario and
-    # validated as a scenario of its own by budget/options.py (the base plan ignores them).
+    # validated as a scenario of its own by budget/inputs/options.py (the base plan ignores them).
     options: list[dict] = []
 
     @field_validator("language")

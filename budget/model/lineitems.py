@@ -41,7 +41,7 @@ class InputDef:
     positive: bool = False            # strictly above `minimum` (a divisor: 0 would be #DIV/0!)
     fmt: str | None = None
     # Where the value comes from and goes back to: the scenario's dotted path, how a scenario
-    # value becomes a cell value (see budget.bind.CODECS), and the citation shown when the
+    # value becomes a cell value (see budget.inputs.bind.CODECS), and the citation shown when the
     # scenario leaves the key out and the schema's default applies.
     path: str | None = None
     codec: str = "number"
@@ -162,7 +162,7 @@ class Model:
 
     def specialized(self, inputs, outputs, steady=()) -> Specializer:
         """The items `dependents` recomputes, compiled for many calls over `inputs` alone
-        (budget.formula.Specializer): `.bind(values, tables)` gives run(*inputs) -> outputs."""
+        (budget.formula.expr.Specializer): `.bind(values, tables)` gives run(*inputs) -> outputs."""
         inputs, outputs, steady = tuple(inputs), tuple(outputs), tuple(steady)
         return self._memo(("specialized", inputs, outputs, steady),
                           lambda: Specializer(self._rerun(inputs, outputs), inputs, outputs, steady))

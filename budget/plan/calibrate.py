@@ -19,7 +19,7 @@ cross-validation refits in milliseconds:
   its attention kernels further still (FlashAttention-2 in 2023, FlashAttention-3 in 2024);
 - the communication times are the planner's own items at the catalog's bandwidths.
 
-The terms come from the planner's own plan of each row (budget/model.py items), so the fit and
+The terms come from the planner's own plan of each row (budget/model/model.py items), so the fit and
 the planner share every definition; only the coefficients are fitted. `python -m budget.calibrate`
 prints the fit and the cross-validated error.
 """
@@ -116,7 +116,7 @@ def architecture_of(accelerator: str) -> str | None:
 
 def terms_of(values: Mapping, architecture: str) -> tuple[tuple[float, ...], float]:
     """The features of one planned run and its fixed seconds, from the plan's items of the fitted
-    step-time model (budget/model.py `_fitted_step_time`): fitted_step_s is Σ coefficient × feature
+    step-time model (budget/model/model.py `_fitted_step_time`): fitted_step_s is Σ coefficient × feature
     + fixed with the same items, so the fit and the workbook share every definition."""
     v = values
     k = 1 + v["bubble_fraction"]
@@ -253,7 +253,7 @@ SOURCE = ("fit of catalogs/throughput_runs.yaml by budget/calibrate.py, robust (
 
 def fit_document(rows: Sequence[Row], as_of: dt.date, reference: str = "nvidia_h100_sxm") -> dict:
     """catalogs/efficiency.yaml's content: the coefficients as sourced figures, the architectures
-    they cover, and the cross-validated error (budget.catalog.EfficiencyFit reads it)."""
+    they cover, and the cross-validated error (budget.inputs.catalog.EfficiencyFit reads it)."""
     coef = dict(zip(coefficient_names(), fit(rows)))
     v = cross_validate(rows)
     fitted = {a for a in ARCHITECTURES if any(r.architecture == a for r in rows)}

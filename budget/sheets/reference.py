@@ -10,7 +10,7 @@ shape, layout, batch, tokens/s per GPU) into the reference-runs table: one colum
 this sheet, input cells a reviewer may edit. Rows whose layout the source leaves unpublished
 (micro-batch, interleaving, recomputation...) cannot be estimated and are not chosen.
 
-A run's estimate is the model's own formulas at the run's values (`budget.model._reference_runs`
+A run's estimate is the model's own formulas at the run's values (`budget.model.model._reference_runs`
 through `_row_table`, as a stage is), with the utilisation left blank so that the efficiency
 model predicts it: each figure below the table is a live formula.
 """
@@ -70,7 +70,7 @@ def write_reference_inputs(w, ws, row: int) -> int:
 
 
 def write_reference(w, ws, plan) -> None:
-    """The Reference runs sheet of `w` (a budget.workbook._Writer) for `plan`."""
+    """The Reference runs sheet of `w` (a budget.sheets.writer._Writer) for `plan`."""
     m, model = w.m, w.model
     w.title(ws, w.sheet_name(REFERENCE_SHEET), m("workbook.reference.subtitle"))
     n = len(plan.values[REFERENCE_ROWS])
