@@ -99,3 +99,25 @@ def test_the_formula_text_pattern_finds_what_it_should():
     for text in ("#,##0", "0.00E+00", "yyyy-mm-dd", "workbook.cashflow.lines.total", "A:D", "1:4", "{}:{}",
                  "Calibri", "FFF2CC", "GPU-hours", "H100", "B5", "A{}:C{}", "${}${}:${}${}", "=", "{}!{}"):
         assert not FORMULA_TEXT.search(text), text
+
+
+def test_the_names_scripts_use_still_import():
+    """The entry points kept when the modules moved into layers (issue 24)."""
+    import budget.calibrate
+    import budget.cli
+    from budget.catalog import load_catalog
+    from budget.plan import Plan, build_plan
+    from budget.scenario import load_scenario, parse_scenario
+
+    catalog = load_catalog()
+    plan = build_plan(load_scenario(ROOT / "scenarios" / "gpt3-175b-h100.yaml", catalog), catalog)
+    assert isinstance(plan, Plan) and plan.gpu_count == 512
+    assert callable(parse_scenario) and callable(budget.cli.main) and callable(budget.calibrate.main)
+
+
+@pytest.mark.parametrize("command", [["-m", "budget.cli", "--version"], ["generate.py", "--version"],
+                                     ["-m", "budget.calibrate", "--help"]])
+def test_the_commands_scripts_use_still_run(command):
+    done = subprocess.run([sys.executable, *command], cwd=ROOT, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip()
