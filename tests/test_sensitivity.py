@@ -83,6 +83,18 @@ def test_range_is_ordered_and_agrees_with_a_monte_carlo(plans, stem):
     assert figures["project_end_p90"] - ends[int(SAMPLES * 0.9)] == pytest.approx(0, abs=0.05 * project_days)
 
 
+def test_a_cases_value_is_its_formulas(plans):
+    """A what-if column's input cell is an expression over the workbook's names (the input
+    times its factor; the factor itself for points on the MFU), and the case's value is it."""
+    plan = plans["gpt3-175b-h100"]
+    for c in cases(plan):
+        target, _label, spread, *_rest = UNCERTAIN[c.key]
+        factor = f"unc_{c.key}_{c.end}"
+        points = spread == "points"
+        assert c.formula.excel() == (factor if points else f"{target}*{factor}")
+        assert c.value == (plan.values[factor] if points else plan.values[target] * plan.values[factor])
+
+
 @pytest.fixture(scope="module")
 def recalculated(tmp_path_factory, plans):
     """The seed book, and the same book with the price's high value and the MFU's spread

@@ -16,7 +16,9 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from statistics import NormalDist
+from typing import Mapping
 
+from ..formula.expr import Expr, Ref, compile_items
 from ..model.model import UNCERTAIN
 
 Z90 = NormalDist().inv_cdf(0.9)
@@ -28,7 +30,7 @@ class Case:
     end: str            # low | high
     target: str         # the input it sets
     value: float
-    formula: str        # the target's cell formula, over the workbook's names
+    formula: Expr       # the target's cell formula, over the workbook's names
     values: dict        # the model evaluated with the target at `value`
 
 
@@ -61,18 +63,31 @@ def _cases(plan) -> list[Case]:
     base = {**base_inputs, **{k: v[k] for k in model.items}} if _PLANS_SEEN[0] > 1 else None
     everything = tuple(model.items)
     out = []
-    for key, (target, _, spread, _, _, _) in UNCERTAIN.items():
+    for key, (target, *_) in UNCERTAIN.items():
         for end in ("low", "high"):
-            factor = f"unc_{key}_{end}"
-            if spread == "points":
-                # ± points on the MFU in use (calibrated_mfu keeps it within half and 100%)
-                value, formula = v[factor], factor
-            else:
-                value, formula = v[target] * v[factor], f"{target}*{factor}"
+            formula = case_formula(key, end)
+            value = _evaluate({"value": formula}, v)["value"]
             values = (model.evaluate({**base_inputs, target: value}, lookups) if base is None else
                       model.dependents({target}, everything)({**base, target: value}, lookups))
             out.append(Case(key, end, target, value, formula, values))
     return out
+
+
+def case_formula(key: str, end: str) -> Expr:
+    """The what-if's value of the input UNCERTAIN[key] sets: the input times its low or high
+    factor, or (a spread in points) the factor itself, ± points on the MFU in use
+    (calibrated_mfu keeps it within half and 100%)."""
+    target, _, spread, _, _, _ = UNCERTAIN[key]
+    factor = Ref(f"unc_{key}_{end}")
+    return factor if spread == "points" else Ref(target) * factor
+
+
+def _evaluate(exprs: Mapping[str, Expr], values: Mapping) -> dict:
+    """The expressions' values over `values`, by the planner's compiled formulas (the names
+    they read copied, so `values` is left as it is)."""
+    names = set().union(*(e.refs() for e in exprs.values()))
+    done = compile_items(exprs.items())({n: values[n] for n in names}, {})
+    return {name: done[name] for name in exprs}
 
 
 def range_figures(plan, all_cases: list[Case]) -> dict[str, float]:
