@@ -34,7 +34,8 @@ COL = {name: k for k, name in enumerate(TABLE_COLUMNS, 1)}      # column id -> i
 # The number formats of the table's formula columns; None: the input's own (the base's value)
 _FORMATS = {"base": None, "low_value": None, "high_value": None, "total_low": "currency",
             "total_high": "currency", "swing": "currency", "end_low": "date", "end_high": "date",
-            "sort_key": "#,##0", "log_mean": "0.0000", "log_spread": "0.0000", "end_mean": "0.0", "end_spread": "0.0"}
+            "sort_key": "#,##0", "log_mean": "0.0000", "log_spread": "0.0000", "end_mean": "0.0",
+            "end_spread": "0.0"}
 RANGE_ROWS = ("sensitivity_z", "total_cost_p10", "total_cost_p50", "total_cost_p90", "project_end_p90")
 
 
