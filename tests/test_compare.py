@@ -9,6 +9,7 @@ from __future__ import annotations
 import dataclasses
 import io
 import re
+import sys
 
 import openpyxl
 import pytest
@@ -227,3 +228,22 @@ def test_the_chinese_compare_sheet(catalog):
     column_a = {c.value for c in ws["A"] if isinstance(c.value, str)}
     assert {zh("workbook.compare.recommended"), zh("workbook.compare.rule"), zh("workbook.compare.p90")} <= column_a
     assert ws._charts[0].title is not None
+
+
+def test_no_formula_is_written_as_text(catalog, seed_h100, monkeypatch):
+    """Issue 24: the Compare sheet (its key figures, P90 row and recommendation) and its grid
+    hand the writer expressions, which it renders, never formula text."""
+    from budget.sheets import writer
+
+    texts = []
+    formula = writer._Writer.formula
+
+    def recording(self, ws, row, col, expr, *args, **kwargs):
+        caller = sys._getframe(1).f_code.co_filename
+        if isinstance(expr, str) and caller.endswith(("compare.py", "grid.py")):
+            texts.append((ws.title, row, col, expr))
+        return formula(self, ws, row, col, expr, *args, **kwargs)
+
+    monkeypatch.setattr(writer._Writer, "formula", recording)
+    write_workbook(dataclasses.replace(seed_h100, options=_option_plans(catalog)))
+    assert not texts

@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import math
 import random
+import sys
 
 import openpyxl
 import pytest
@@ -81,6 +82,63 @@ def test_range_is_ordered_and_agrees_with_a_monte_carlo(plans, stem):
     assert figures["total_cost_p90"] == pytest.approx(p90, rel=0.05)
     project_days = plan.values["project_days"]
     assert figures["project_end_p90"] - ends[int(SAMPLES * 0.9)] == pytest.approx(0, abs=0.05 * project_days)
+
+
+def test_a_cases_value_is_its_formulas(plans):
+    """A what-if column's input cell is an expression over the workbook's names (the input
+    times its factor; the factor itself for points on the MFU), and the case's value is it."""
+    plan = plans["gpt3-175b-h100"]
+    for c in cases(plan):
+        target, _label, spread, *_rest = UNCERTAIN[c.key]
+        factor = f"unc_{c.key}_{c.end}"
+        points = spread == "points"
+        assert c.formula.excel() == (factor if points else f"{target}*{factor}")
+        assert c.value == (plan.values[factor] if points else plan.values[target] * plan.values[factor])
+
+
+@pytest.mark.parametrize("stem", BUNDLED)
+def test_range_figures_follow_the_method(plans, stem):
+    """range_figures, evaluated from the expressions the Sensitivity sheet writes, is the
+    method of budget.plan.sensitivity's docstring computed here directly."""
+    plan = plans[stem]
+    all_cases, v = cases(plan), plans[stem].values
+    total, end = v["total_cost"], v["project_end"]
+    means, spreads, day_means, day_spreads = [], [], [], []
+    for key in UNCERTAIN:
+        low, high = (c.values for c in all_cases if c.key == key)
+        a, b = math.log(low["total_cost"] / total), math.log(high["total_cost"] / total)
+        means.append((a + b) / 2)
+        spreads.append(abs(b - a) / (2 * Z90))
+        da, db = low["project_end"] - end, high["project_end"] - end
+        day_means.append((da + db) / 2)
+        day_spreads.append(abs(db - da) / (2 * Z90))
+    m, s = sum(means), math.sqrt(sum(x * x for x in spreads))
+    want = {"total_cost_p10": total * math.exp(m - Z90 * s), "total_cost_p50": total * math.exp(m),
+            "total_cost_p90": total * math.exp(m + Z90 * s),
+            "project_end_p90": end + sum(day_means) + Z90 * math.sqrt(sum(x * x for x in day_spreads))}
+    figures = range_figures(plan, all_cases)
+    assert {k: figures[k] for k in want} == pytest.approx(want, rel=1e-12)
+    assert [r["log_spread"] for r in figures["rows"]] == pytest.approx(spreads, rel=1e-12)
+    assert [r["end_mean"] for r in figures["rows"]] == pytest.approx(day_means, rel=1e-12, abs=1e-9)
+
+
+def test_no_formula_is_written_as_text(plans, monkeypatch):
+    """Issue 24: the Sensitivity sheet and its what-if grid hand the writer expressions, which
+    it renders, never formula text."""
+    from budget.sheets import writer
+
+    texts = []
+    formula = writer._Writer.formula
+
+    def recording(self, ws, row, col, expr, *args, **kwargs):
+        caller = sys._getframe(1).f_code.co_filename
+        if isinstance(expr, str) and caller.endswith(("sensitivity.py", "grid.py")):
+            texts.append((ws.title, row, col, expr))
+        return formula(self, ws, row, col, expr, *args, **kwargs)
+
+    monkeypatch.setattr(writer._Writer, "formula", recording)
+    write_workbook(plans["gpt3-175b-h100"])
+    assert not texts
 
 
 @pytest.fixture(scope="module")

@@ -262,6 +262,7 @@ def MATCH(x, area) -> Expr: return Call("MATCH", (lift(x), lift(area), Num(0))) 
 def LARGE(area, k) -> Expr: return Call("LARGE", (lift(area), lift(k)))
 def ROW() -> Expr: return Call("ROW", ())
 def NORMSINV(p) -> Expr: return Call("NORMSINV", (lift(p),))
+def COUNT(*xs) -> Expr: return Call("COUNT", tuple(lift(x) for x in xs))
 
 
 def column_letter(col: int) -> str:
@@ -331,6 +332,24 @@ class Area(Expr):
 
     def python(self):
         raise TypeError(f"area {self.excel()} has no value in the planner's Python")  # i18n: not text
+
+
+@dataclass(frozen=True, eq=False)
+class Group(Expr):
+    """`expr` in parentheses where the operators alone would leave them out: a+(b-c) renders as
+    a+b-c, which a spreadsheet and Python compute as (a+b)-c, in floating point not always the
+    same number. A formula that adds differences (the Sensitivity sheet's day means) keeps its
+    order, and so its values, with it."""
+    expr: Expr
+
+    def _collect(self, out):
+        self.expr._collect(out)
+
+    def excel(self, resolve=str):
+        return f"({self.expr.excel(resolve)})"
+
+    def python(self):
+        return f"({self.expr.python()})"
 
 
 @dataclass(frozen=True, eq=False)
@@ -409,6 +428,8 @@ def substitute(expr: Expr, swap: Callable[[str], Expr | None]) -> Expr:
         return Lookup(expr.table, expr.column, substitute(expr.key, swap))
     if isinstance(expr, Blanks):
         return Blanks(substitute(expr.range, swap))
+    if isinstance(expr, Group):
+        return Group(substitute(expr.expr, swap))
     return expr
 
 

@@ -13,13 +13,17 @@ the table. The tests hold it against a 20,000-sample Monte Carlo of the Python m
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from statistics import NormalDist
+from typing import Callable, Mapping
 
+from ..formula.expr import (ABS, AND, EXP, IF, LN, NORMSINV, SQRT, SUM, SUMPRODUCT, Expr, Group, Ref,
+                            compile_items)
 from ..model.model import UNCERTAIN
 
 Z90 = NormalDist().inv_cdf(0.9)
+# z of the range, as the workbook writes it (its cell named sensitivity_z; Z90 is its value)
+SENSITIVITY_Z = NORMSINV(Ref("p90_probability"))
 
 
 @dataclass(frozen=True)
@@ -28,7 +32,7 @@ class Case:
     end: str            # low | high
     target: str         # the input it sets
     value: float
-    formula: str        # the target's cell formula, over the workbook's names
+    formula: Expr       # the target's cell formula, over the workbook's names
     values: dict        # the model evaluated with the target at `value`
 
 
@@ -61,39 +65,75 @@ def _cases(plan) -> list[Case]:
     base = {**base_inputs, **{k: v[k] for k in model.items}} if _PLANS_SEEN[0] > 1 else None
     everything = tuple(model.items)
     out = []
-    for key, (target, _, spread, _, _, _) in UNCERTAIN.items():
+    for key, (target, *_) in UNCERTAIN.items():
         for end in ("low", "high"):
-            factor = f"unc_{key}_{end}"
-            if spread == "points":
-                # ± points on the MFU in use (calibrated_mfu keeps it within half and 100%)
-                value, formula = v[factor], factor
-            else:
-                value, formula = v[target] * v[factor], f"{target}*{factor}"
+            formula = case_formula(key, end)
+            value = _evaluate({"value": formula}, v)["value"]
             values = (model.evaluate({**base_inputs, target: value}, lookups) if base is None else
                       model.dependents({target}, everything)({**base, target: value}, lookups))
             out.append(Case(key, end, target, value, formula, values))
     return out
 
 
-def range_figures(plan, all_cases: list[Case]) -> dict[str, float]:
-    """P10/P50/P90 of the total and P90 of the project end, as the workbook computes them."""
-    total, end = plan.values["total_cost"], plan.values["project_end"]
-    means, spreads, day_means, day_spreads = [], [], [], []
+def case_formula(key: str, end: str) -> Expr:
+    """The what-if's value of the input UNCERTAIN[key] sets: the input times its low or high
+    factor, or (a spread in points) the factor itself, ± points on the MFU in use
+    (calibrated_mfu keeps it within half and 100%)."""
+    target, _, spread, _, _, _ = UNCERTAIN[key]
+    factor = Ref(f"unc_{key}_{end}")
+    return factor if spread == "points" else Ref(target) * factor
+
+
+def row_figures(cell: Callable[[str], Expr]) -> dict[str, Expr]:
+    """An uncertain input's part of the range, over its row of the Sensitivity table: `cell(id)`
+    is the row's figure in column `id` (total_low, total_high, end_low, end_high): the sheet's
+    cell there, or in Python a Ref that range_figures gives the case's value."""
+    low, high, total, z = cell("total_low"), cell("total_high"), Ref("total_cost"), Ref("sensitivity_z")
+    end_low, end_high, end = cell("end_low"), cell("end_high"), Ref("project_end")
+    # a total of 0 (a free plan) has no logarithm: it adds no spread
+    positive = AND(low > 0, high > 0, total > 0)
+    return {"log_mean": IF(positive, (LN(low / total) + LN(high / total)) / 2, 0),
+            "log_spread": IF(positive, ABS(LN(high / total) - LN(low / total)) / 2 / z, 0),
+            # each end's days from the base end, added as differences (Group keeps that order)
+            "end_mean": (Group(end_low - end) + Group(end_high - end)) / 2,
+            "end_spread": ABS(end_high - end_low) / 2 / z}
+
+
+def range_exprs(column: Callable[[str], Expr]) -> dict[str, Expr]:
+    """P10/P50/P90 of the total and P90 of the project end over every input's row figures:
+    `column(id)` is the figure `id` of row_figures for all inputs (the table's column on the
+    sheet; in Python a Ref to their tuple)."""
+    total, end, z = Ref("total_cost"), Ref("project_end"), Ref("sensitivity_z")
+    mean = SUM(column("log_mean"))
+    spread = SQRT(SUMPRODUCT(column("log_spread"), column("log_spread")))
+    days = SQRT(SUMPRODUCT(column("end_spread"), column("end_spread")))
+    return {"total_cost_p10": total * EXP(mean - z * spread), "total_cost_p50": total * EXP(mean),
+            "total_cost_p90": total * EXP(mean + z * spread),
+            "project_end_p90": end + SUM(column("end_mean")) + z * days}
+
+
+_ROW_FIGURES = row_figures(Ref)
+_RANGE = range_exprs(Ref)
+
+
+def _evaluate(exprs: Mapping[str, Expr], values: Mapping) -> dict:
+    """The expressions' values over `values`, by the planner's compiled formulas (the names
+    they read copied, so `values` is left as it is)."""
+    names = set().union(*(e.refs() for e in exprs.values()))
+    done = compile_items(exprs.items())({n: values[n] for n in names}, {})
+    return {name: done[name] for name in exprs}
+
+
+def range_figures(plan, all_cases: list[Case]) -> dict:
+    """P10/P50/P90 of the total and P90 of the project end, by the expressions the workbook
+    writes (row_figures, range_exprs); "rows" holds each input's row figures, in UNCERTAIN's order."""
+    v = plan.values
+    base = {"total_cost": v["total_cost"], "project_end": v["project_end"], "sensitivity_z": Z90}
+    rows = []
     for key in UNCERTAIN:
         low, high = (c for c in all_cases if c.key == key)
-        lo, hi = low.values["total_cost"], high.values["total_cost"]
-        if min(lo, hi, total) > 0:
-            a, b = math.log(lo / total), math.log(hi / total)
-            means.append((a + b) / 2)
-            spreads.append(abs(b - a) / (2 * Z90))
-        else:        # a total of 0 (a free plan) has no logarithm: it adds no spread
-            means.append(0.0)
-            spreads.append(0.0)
-        da, db = low.values["project_end"] - end, high.values["project_end"] - end
-        day_means.append((da + db) / 2)
-        day_spreads.append(abs(db - da) / (2 * Z90))
-    m, s = sum(means), math.sqrt(sum(x * x for x in spreads))
-    dm, ds = sum(day_means), math.sqrt(sum(x * x for x in day_spreads))
-    return {"total_cost_p10": total * math.exp(m - Z90 * s), "total_cost_p50": total * math.exp(m),
-            "total_cost_p90": total * math.exp(m + Z90 * s), "project_end_p90": end + dm + Z90 * ds,
-            "_means": means, "_spreads": spreads, "_day_means": day_means, "_day_spreads": day_spreads}
+        case = {"total_low": low.values["total_cost"], "total_high": high.values["total_cost"],
+                "end_low": low.values["project_end"], "end_high": high.values["project_end"]}
+        rows.append(_evaluate(_ROW_FIGURES, {**base, **case}))
+    columns = {name: tuple(row[name] for row in rows) for name in _ROW_FIGURES}
+    return {**_evaluate(_RANGE, {**base, **columns}), "rows": rows}

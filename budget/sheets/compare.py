@@ -12,7 +12,7 @@ from __future__ import annotations
 from openpyxl.chart import Reference, ScatterChart, Series
 from openpyxl.utils import get_column_letter
 
-from ..formula.expr import Text
+from ..formula.expr import COUNT, IF, INDEX, MATCH, MIN, Cell, Ref
 from .grid import Variant, grid_rows, row_def, row_label, stage_count, write_grid
 
 
@@ -89,10 +89,11 @@ def write_compare(w, ws, base, options) -> None:
         _row_label(w, ws, r, name, model)
         for j, v in enumerate(variants):
             col = FIRST_COL + j
-            source = f"{get_column_letter(col)}{row_of[name]}"
             item = model.items.get(name)
             d = model.items.get(name) or model.inputs[name]
-            cell = w.formula(ws, r, col, source, v.values[name], number_format(d.unit, d.kind))
+            # the figure's row of the option's own column in the workings
+            cell = w.formula(ws, r, col, Cell(row_of[name], col), v.values[name],
+                             number_format(d.unit, d.kind))
             if item is not None and (item.is_flag or name == "master_check"):
                 w.flag_format(ws, cell.coordinate)
     _p90(w, ws, p90_row, variants, row_of, base)
@@ -126,8 +127,8 @@ def _p90(w, ws, row: int, variants, row_of, base) -> None:
     put_text(ws.cell(row, 3), w.m("workbook.compare.p90_name"))
     ws.cell(row, 3).font = _style("NAME_FONT")
     for j, v in enumerate(variants):
-        col = get_column_letter(FIRST_COL + j)
-        w.formula(ws, row, FIRST_COL + j, f"{col}{row_of['total_cost']}*total_cost_p90/total_cost",
+        total = Cell(row_of["total_cost"], FIRST_COL + j)
+        w.formula(ws, row, FIRST_COL + j, total * Ref("total_cost_p90") / Ref("total_cost"),
                   v.values["total_cost"] * p90 / base.values["total_cost"], "#,##0")
 
 
@@ -138,10 +139,9 @@ def _recommendation(w, ws, row: int, variants, row_of) -> None:
     m = w.m
     put_text(ws.cell(row, 1), m("workbook.compare.eligible_total"))
     for j, v in enumerate(variants):
-        col = get_column_letter(FIRST_COL + j)
+        col = FIRST_COL + j
         ok = v.values["master_check"] == 0
-        w.formula(ws, row, FIRST_COL + j,
-                  f'IF({col}{row_of["master_check"]}=0,{col}{row_of["total_cost"]},"")',
+        w.formula(ws, row, col, IF(Cell(row_of["master_check"], col).eq(0), Cell(row_of["total_cost"], col), ""),
                   v.values["total_cost"] if ok else "", "#,##0")
     first, last = get_column_letter(FIRST_COL), get_column_letter(FIRST_COL + len(variants) - 1)
     rng = f"${first}${row}:${last}${row}"
@@ -150,10 +150,9 @@ def _recommendation(w, ws, row: int, variants, row_of) -> None:
     none_passes = m("workbook.compare.none_passes")
     expected = variants[best].title if best is not None else none_passes
     ws.cell(row + 1, 1, m("workbook.compare.recommended")).font = _style("BOLD_FONT")
-    cell = w.formula(ws, row + 1, 2,
-                     f"IF(COUNT(compare_eligible_total)=0,{Text(none_passes).excel()},"
-                     f"INDEX(compare_option_names,MATCH(MIN(compare_eligible_total),"
-                     f"compare_eligible_total,0)))", expected, None)
+    eligible = Ref("compare_eligible_total")
+    cheapest = INDEX(Ref("compare_option_names"), MATCH(MIN(eligible), eligible))
+    cell = w.formula(ws, row + 1, 2, IF(COUNT(eligible).eq(0), none_passes, cheapest), expected, None)
     cell.font = _style("BOLD_FONT")
     put_text(ws.cell(row + 2, 1), m("workbook.compare.rule"))
     ws.cell(row + 2, 1).font = _style("SUBTITLE_FONT")

@@ -17,6 +17,7 @@ from typing import Callable, Mapping
 
 from openpyxl.utils import get_column_letter
 
+from ..formula.expr import IF, ISNUMBER, Expr, Ref
 from ..model.lineitems import Model
 
 
@@ -26,8 +27,8 @@ class Variant:
     values: Mapping[str, object]               # every input and item value of this variant
     own: frozenset[str] = field(default_factory=frozenset)   # inputs held as this column's cells
     ranges: Mapping[str, str] = field(default_factory=dict)  # table inputs of its own: name -> range
-    formulas: Mapping[str, str] = field(default_factory=dict)  # own inputs set by a formula over
-                                                                # the workbook's names (a what-if)
+    formulas: Mapping[str, Expr] = field(default_factory=dict)  # own inputs set by a formula over
+                                                                 # the workbook's names (a what-if)
     only: frozenset[str] | None = None   # render just these rows; the others are the base's
                                          # (global names), e.g. what one input does not affect
 
@@ -80,6 +81,13 @@ def _stage_resolver(w, local: dict[str, str], row_of: dict[str, int], letter: st
     return resolve
 
 
+def _link(d) -> Expr:
+    """A column's cell of an input it does not hold: the input's cell on the Inputs sheet, a
+    blank optional number shown blank ("")."""
+    numeric = d.kind not in {"choice", "text", "generated_text", "date"}
+    return IF(ISNUMBER(Ref(d.name)), Ref(d.name), "") if d.optional and numeric else Ref(d.name)
+
+
 def write_grid(w, ws, top: int, first_col: int, variants: list[Variant], model: Model,
                on_row: Callable[[int, str], None] | None = None) -> dict[str, int]:
     """Write the grid with its first data row at `top`; returns name -> row.
@@ -87,12 +95,13 @@ def write_grid(w, ws, top: int, first_col: int, variants: list[Variant], model: 
     `w` is the workbook writer (its `formula`, `input_value` and `live` helpers record the
     Python value of every formula cell for the recalculation tests).
     """
-    from .writer import BOLD_FONT, Resolved, excel, number_format
+    from .writer import BOLD_FONT, Resolved, number_format
 
     stages = stage_count(variants)
     rows = grid_rows(model, stages)
     row_of = {name: top + n for n, name in enumerate(rows)}
     parts = {name: name.partition("#") for name in rows}     # name -> (base, "#", stage k)
+    links: dict[str, Expr] = {}     # input -> its link, one expression for every column
     bases = [(name, parts[name][0]) for name in rows]
     for j, variant in enumerate(variants):
         col = first_col + j
@@ -114,29 +123,30 @@ def write_grid(w, ws, top: int, first_col: int, variants: list[Variant], model: 
                 if stage is None:
                     stage = stage_resolvers[int(k)] = \
                         Resolved(_stage_resolver(w, local, row_of, letter, stages, int(k))).__getitem__
-                cell = w.formula(ws, r, col, excel(item.expr, stage), variant.values[base][int(k)],
-                                 number_format(item.unit))
+                cell = w.formula(ws, r, col, item.expr, variant.values[base][int(k)],
+                                 number_format(item.unit), stage)
                 continue
             if name in model.inputs:
                 d = model.inputs[name]
                 fmt = number_format(d.unit, d.kind)
                 if name in variant.formulas:
+                    # over the workbook's names (the Inputs sheet), not the column's own cells
                     cell = w.formula(ws, r, col, variant.formulas[name], value, fmt)
                     cell.font = BOLD_FONT
                 elif name in variant.own:
                     w.input_value(ws.cell(r, col), value, d.unit, d.kind)
                 else:
                     # A link a reviewer may type over; a blank optional input stays blank ("").
-                    numeric = d.kind not in {"choice", "text", "generated_text", "date"}
-                    text = f'IF(ISNUMBER({name}),{name},"")' if d.optional and numeric else name
-                    cell = w.formula(ws, r, col, text, "" if value is None else value, fmt)
+                    link = links.get(name)
+                    if link is None:
+                        link = links[name] = _link(d)
+                    cell = w.formula(ws, r, col, link, "" if value is None else value, fmt)
                     w.named(cell, "Input")
                     if fmt:
                         cell.number_format = fmt
             else:
                 item = model.items[name]
-                cell = w.formula(ws, r, col, excel(item.expr, resolve), value,
-                                 number_format(item.unit))
+                cell = w.formula(ws, r, col, item.expr, value, number_format(item.unit), resolve)
                 if item.is_flag or name == "master_check":
                     w.flag_format(ws, cell.coordinate, item.kind == "warning")
     if on_row:

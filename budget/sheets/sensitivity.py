@@ -19,10 +19,10 @@ from __future__ import annotations
 
 
 from openpyxl.chart import BarChart, Reference
-from openpyxl.utils import get_column_letter
 
+from ..formula.expr import ABS, INDEX, LARGE, MATCH, ROW, Area, Cell, Expr, Num, Ref
 from ..model.model import UNCERTAIN
-from ..plan.sensitivity import Z90, cases, range_figures
+from ..plan.sensitivity import SENSITIVITY_Z, Z90, cases, range_exprs, range_figures, row_figures
 from .grid import Variant, row_def, row_label, write_grid
 
 HEAD = 4                # the table's header row
@@ -30,28 +30,69 @@ FIRST_GRID_COL = 4      # D: the first what-if column of the workings
 # The table's columns: headings workbook.sensitivity.columns.<id>.
 TABLE_COLUMNS = ("input", "moves", "base", "low_value", "high_value", "total_low", "total_high", "swing",
                  "end_low", "end_high", "sort_key", "log_mean", "log_spread", "end_mean", "end_spread")
+COL = {name: k for k, name in enumerate(TABLE_COLUMNS, 1)}      # column id -> its column number
+# The number formats of the table's formula columns; None: the input's own (the base's value)
+_FORMATS = {"base": None, "low_value": None, "high_value": None, "total_low": "currency",
+            "total_high": "currency", "swing": "currency", "end_low": "date", "end_high": "date",
+            "sort_key": "#,##0", "log_mean": "0.0000", "log_spread": "0.0000", "end_mean": "0.0",
+            "end_spread": "0.0"}
+RANGE_ROWS = ("sensitivity_z", "total_cost_p10", "total_cost_p50", "total_cost_p90", "project_end_p90")
 
 
 def write_sensitivity(w, ws, plan) -> None:
-    from .writer import BOLD_FONT, HEADING_FONT, NAME_FONT, WRAP_TOP, number_format, put_text
+    from .writer import WRAP_TOP, put_text
 
-    model, v, m = plan.model, plan.values, w.m
     all_cases = cases(plan)
     rng = range_figures(plan, all_cases)
-    keys = list(UNCERTAIN)
-    n = len(keys)
-    label_of = {key: m(f"uncertain.{key}.label") for key in keys}    # in the book's language
-    w.title(ws, m("workbook.sensitivity.title"), m("workbook.sensitivity.subtitle"))
+    n = len(UNCERTAIN)
+    w.title(ws, w.m("workbook.sensitivity.title"), w.m("workbook.sensitivity.subtitle"))
     table_top = HEAD + 1
-    grid_top = table_top + n + 2 * n + 22
+    last = table_top + n - 1
+    row_of = _workings(w, ws, plan, all_cases, table_top + n + 2 * n + 22)
+    sort_keys = _table(w, ws, plan, all_cases, rng, row_of, table_top)
+    top = last + 2
+    _tornado(w, ws, plan, all_cases, sort_keys, top)
+    r0 = top + n + 3
+    _range(w, ws, rng, r0, table_top, last)
+    note = r0 + len(RANGE_ROWS) + 1
+    put_text(ws.cell(note, 1), w.m("workbook.sensitivity.range.method"))
+    ws.cell(note, 1).alignment = WRAP_TOP
+    ws.merge_cells(start_row=note, start_column=1, end_row=note, end_column=10)
+    ws.row_dimensions[note].height = 48
+    w.widths(ws, [27, 18, 12, 12, 12, 13, 13, 13, 11, 11, 12, 12, 12, 12, 12]
+             + [16] * max(0, len(all_cases) - 12))
+    ws.freeze_panes = ws.cell(HEAD + 1, 2)
+    w.page_setup(ws)
+    # Printed: the table, the tornado and the range, one page wide (A:J; the method's working
+    # columns K:O and the what-if workings below stay on screen, unhidden).
+    ws.print_area = f"A1:J{note}"
+    ws.page_setup.fitToWidth = 1
+    ws.print_title_cols = None
+
+
+def _label(w, key: str) -> str:
+    return w.m(f"uncertain.{key}.label")     # in the book's language
+
+
+def _ends(all_cases, key: str):
+    """The low and the high case of UNCERTAIN[key]."""
+    low, high = (c for c in all_cases if c.key == key)
+    return low, high
+
+
+def _workings(w, ws, plan, all_cases, grid_top: int) -> dict[str, int]:
+    """The what-if columns: the model grid, one column per case (its input set by the case's
+    formula). Returns name -> row."""
+    from .writer import HEADING_FONT, NAME_FONT, WRAP_TOP, put_text
+
+    model = plan.model
     # A what-if column holds only what its input moves; everything else is the base's own cell.
     moved = {c.target: frozenset({c.target, "total_cost", "project_end",
                                   *model.affected_by({c.target})}) for c in all_cases}
-    variants = [Variant(m(f"workbook.sensitivity.case.{c.end}", input=label_of[c.key]), c.values, frozenset({c.target}),
-                        formulas={c.target: c.formula}, only=moved[c.target]) for c in all_cases]
-    col_of = {(c.key, c.end): get_column_letter(FIRST_GRID_COL + j) for j, c in enumerate(all_cases)}
-    ws.cell(grid_top - 2, 1, m("workbook.sensitivity.workings")).font = \
-        HEADING_FONT
+    variants = [Variant(w.m(f"workbook.sensitivity.case.{c.end}", input=_label(w, c.key)), c.values,
+                        frozenset({c.target}), formulas={c.target: c.formula}, only=moved[c.target])
+                for c in all_cases]
+    ws.cell(grid_top - 2, 1, w.m("workbook.sensitivity.workings")).font = HEADING_FONT
     for j, variant in enumerate(variants):
         cell = ws.cell(grid_top - 1, FIRST_GRID_COL + j)
         put_text(cell, variant.title)
@@ -65,107 +106,118 @@ def write_sensitivity(w, ws, plan) -> None:
         put_text(ws.cell(r, 3), name)
         ws.cell(r, 3).font = NAME_FONT
 
-    row_of = write_grid(w, ws, grid_top, FIRST_GRID_COL, variants, model, on_row=label_row)
+    return write_grid(w, ws, grid_top, FIRST_GRID_COL, variants, model, on_row=label_row)
 
-    # The table: one row per uncertain input.
-    w.header(ws, HEAD, [m(f"workbook.sensitivity.columns.{c}") for c in TABLE_COLUMNS])
+
+def _table(w, ws, plan, all_cases, rng, row_of, top: int) -> list[float]:
+    """The table: one row per uncertain input. Returns each row's sort key (the tornado's order)."""
+    from .writer import number_format, put_text
+
+    model, v = plan.model, plan.values
+    w.header(ws, HEAD, [w.m(f"workbook.sensitivity.columns.{c}") for c in TABLE_COLUMNS])
     ws.row_dimensions[HEAD].height = 45
-    money, date = number_format("currency"), number_format("date")
-    swings = []
-    for k, key in enumerate(keys):
-        r = table_top + k
+    col_of = {(c.key, c.end): FIRST_GRID_COL + j for j, c in enumerate(all_cases)}
+    named = {unit: number_format(unit) for unit in ("currency", "date")}
+    keys = []
+    for k, key in enumerate(UNCERTAIN):
+        r = top + k
         target, _, spread, _, _, _ = UNCERTAIN[key]
-        label = label_of[key]
-        low, high = (c for c in all_cases if c.key == key)
-        lo, hi = col_of[(key, "low")], col_of[(key, "high")]
-        tr, er = row_of["total_cost"], row_of["project_end"]
         # a shift in points shows the MFU it gives, not the shift
         shown = "calibrated_mfu" if spread == "points" else target
         d = model.inputs[target]
-        put_text(ws.cell(r, 1), label)
+        put_text(ws.cell(r, 1), _label(w, key))
         put_text(ws.cell(r, 2), shown)
-        fmt = "0.00E+00" if abs(v[shown]) >= 1e9 else number_format(d.unit, d.kind)
-        w.formula(ws, r, 3, shown, v[shown], fmt)
-        w.formula(ws, r, 4, f"{lo}{row_of[shown]}", low.values[shown], fmt)
-        w.formula(ws, r, 5, f"{hi}{row_of[shown]}", high.values[shown], fmt)
-        lt, ht = low.values["total_cost"], high.values["total_cost"]
-        w.formula(ws, r, 6, f"{lo}{tr}", lt, money)
-        w.formula(ws, r, 7, f"{hi}{tr}", ht, money)
-        swing = abs(ht - lt)
-        w.formula(ws, r, 8, f"ABS(G{r}-F{r})", swing, money)
-        # LARGE/MATCH sort; the row number / 10^9 breaks ties between equal swings
-        key_value = swing + r / 1000 / 1000 / 1000
-        swings.append(key_value)
-        w.formula(ws, r, 9, f"{lo}{er}", low.values["project_end"], date)
-        w.formula(ws, r, 10, f"{hi}{er}", high.values["project_end"], date)
-        w.formula(ws, r, 11, f"H{r}+ROW()/1000/1000/1000", key_value, "#,##0")
-        positive = f"AND(F{r}>0,G{r}>0,total_cost>0)"
-        w.formula(ws, r, 12, f"IF({positive},(LN(F{r}/total_cost)+LN(G{r}/total_cost))/2,0)",
-                  rng["_means"][k], "0.0000")
-        w.formula(ws, r, 13, f"IF({positive},ABS(LN(G{r}/total_cost)-LN(F{r}/total_cost))/2/sensitivity_z,0)",
-                  rng["_spreads"][k], "0.0000")
-        w.formula(ws, r, 14, f"((I{r}-project_end)+(J{r}-project_end))/2", rng["_day_means"][k], "0.0")
-        w.formula(ws, r, 15, f"ABS(J{r}-I{r})/2/sensitivity_z", rng["_day_spreads"][k], "0.0")
-    last = table_top + n - 1
-    w.define("sensitivity_low_total", ws, f"$F${table_top}:$F${last}")
-    w.define("sensitivity_high_total", ws, f"$G${table_top}:$G${last}")
-    w.define("sensitivity_sort_key", ws, f"$K${table_top}:$K${last}")
-    w.define("sensitivity_inputs", ws, f"$A${table_top}:$A${last}")
+        own = "0.00E+00" if abs(v[shown]) >= 1e9 else number_format(d.unit, d.kind)
+        exprs = _table_row(r, shown, col_of[(key, "low")], col_of[(key, "high")], row_of)
+        expected = _table_values(r, shown, v, *_ends(all_cases, key), rng["rows"][k])
+        for name, expr in exprs.items():
+            fmt = _FORMATS[name]
+            w.formula(ws, r, COL[name], expr, expected[name], own if fmt is None else named.get(fmt, fmt))
+        keys.append(expected["sort_key"])
+    last = top + len(keys) - 1
+    for name, column in (("sensitivity_low_total", "total_low"), ("sensitivity_high_total", "total_high"),
+                         ("sensitivity_sort_key", "sort_key"), ("sensitivity_inputs", "input")):
+        w.define(name, ws, Area(Cell(top, COL[column]).fixed(), Cell(last, COL[column]).fixed()).excel())
+    return keys
 
-    # The tornado, sorted live.
-    top = last + 2
+
+def _table_row(r: int, shown: str, lo: int, hi: int, row_of) -> dict[str, Expr]:
+    """Row r's formulas, by column id: the base's value of the input shown, the what-if
+    columns' cells (lo, hi: their column numbers in the workings below), the swing and sort
+    key over the row's own cells, and the row's part of the range (plan.sensitivity.row_figures)."""
+    def at(name: str) -> Cell:
+        return Cell(r, COL[name])
+
+    total, end = row_of["total_cost"], row_of["project_end"]
+    return {"base": Ref(shown), "low_value": Cell(row_of[shown], lo), "high_value": Cell(row_of[shown], hi),
+            "total_low": Cell(total, lo), "total_high": Cell(total, hi),
+            "swing": ABS(at("total_high") - at("total_low")),
+            "end_low": Cell(end, lo), "end_high": Cell(end, hi),
+            # LARGE/MATCH sort; the row number / 10^9 breaks ties between equal swings
+            "sort_key": at("swing") + ROW() / 1000 / 1000 / 1000,
+            **row_figures(at)}
+
+
+def _table_values(r: int, shown: str, v, low, high, figures) -> dict[str, float]:
+    """What _table_row's formulas give: the cases' values, and the range's (range_figures)."""
+    lt, ht = low.values["total_cost"], high.values["total_cost"]
+    swing = abs(ht - lt)
+    return {"base": v[shown], "low_value": low.values[shown], "high_value": high.values[shown],
+            "total_low": lt, "total_high": ht, "swing": swing,
+            "end_low": low.values["project_end"], "end_high": high.values["project_end"],
+            "sort_key": swing + r / 1000 / 1000 / 1000, **figures}
+
+
+def _tornado(w, ws, plan, all_cases, sort_keys: list[float], top: int) -> None:
+    """The tornado, sorted live: rank k's row reads the table's row of the k-th largest sort key."""
+    from .writer import BOLD_FONT, number_format
+
+    m, total, money = w.m, plan.values["total_cost"], number_format("currency")
     ws.cell(top, 1, m("workbook.sensitivity.tornado.heading")).font = BOLD_FONT
     w.header(ws, top + 1, [m("workbook.sensitivity.columns.input"), m("workbook.sensitivity.tornado.rank"),
                            m("workbook.sensitivity.tornado.low"), m("workbook.sensitivity.tornado.high"),
                            m("workbook.sensitivity.columns.swing")])
-    order = sorted(range(n), key=lambda k: -swings[k])
-    total = v["total_cost"]
+    keys = list(UNCERTAIN)
+    order = sorted(range(len(keys)), key=lambda k: -sort_keys[k])
     for rank, k in enumerate(order, 1):
         r = top + 1 + rank
-        key = keys[k]
-        low, high = (c for c in all_cases if c.key == key)
-        pos = f"MATCH(LARGE(sensitivity_sort_key,B{r}),sensitivity_sort_key,0)"
-        w.formula(ws, r, 1, f"INDEX(sensitivity_inputs,{pos})", label_of[key], None)
-        w.formula(ws, r, 2, "1" if rank == 1 else f"B{r - 1}+1", float(rank), "0")
-        w.formula(ws, r, 3, f"INDEX(sensitivity_low_total,{pos})-total_cost",
-                  low.values["total_cost"] - total, money)
-        w.formula(ws, r, 4, f"INDEX(sensitivity_high_total,{pos})-total_cost",
-                  high.values["total_cost"] - total, money)
-        w.formula(ws, r, 5, f"ABS(D{r}-C{r})", abs(high.values["total_cost"] - low.values["total_cost"]),
-                  money)
-    _tornado_chart(m, ws, top + 2, top + 1 + n)
+        low, high = _ends(all_cases, keys[k])
+        lt, ht = low.values["total_cost"], high.values["total_cost"]
+        expected = (_label(w, keys[k]), float(rank), lt - total, ht - total, abs(ht - lt))
+        formats = (None, "0", money, money, money)
+        for col, (expr, value, fmt) in enumerate(zip(_tornado_row(r, rank), expected, formats), 1):
+            w.formula(ws, r, col, expr, value, fmt)
+    _tornado_chart(m, ws, top + 2, top + 1 + len(keys))
 
-    # The range.
-    r0 = top + n + 3
-    ws.cell(r0, 1, m("workbook.sensitivity.range.heading")).font = BOLD_FONT
-    rows = [("sensitivity_z", "NORMSINV(p90_probability)", Z90, "0.0000"),
-            ("total_cost_p10", "total_cost*EXP(SUM(L{a}:L{b})-sensitivity_z*SQRT("
-             "SUMPRODUCT(M{a}:M{b},M{a}:M{b})))", rng["total_cost_p10"], money),
-            ("total_cost_p50", "total_cost*EXP(SUM(L{a}:L{b}))", rng["total_cost_p50"], money),
-            ("total_cost_p90", "total_cost*EXP(SUM(L{a}:L{b})+sensitivity_z*SQRT("
-             "SUMPRODUCT(M{a}:M{b},M{a}:M{b})))", rng["total_cost_p90"], money),
-            ("project_end_p90", "project_end+SUM(N{a}:N{b})+sensitivity_z*SQRT("
-             "SUMPRODUCT(O{a}:O{b},O{a}:O{b}))", rng["project_end_p90"], date)]
-    for k, (name, text, value, fmt) in enumerate(rows, 1):
+
+def _tornado_row(r: int, rank: int) -> list[Expr]:
+    """Rank `rank`'s formulas in row r: the input, the rank, the totals at low and high less the
+    base total, the swing."""
+    sort_key, total = Ref("sensitivity_sort_key"), Ref("total_cost")
+    pos = MATCH(LARGE(sort_key, Cell(r, 2)), sort_key)
+    return [INDEX(Ref("sensitivity_inputs"), pos), Num(1) if rank == 1 else Cell(r - 1, 2) + 1,
+            INDEX(Ref("sensitivity_low_total"), pos) - total, INDEX(Ref("sensitivity_high_total"), pos) - total,
+            ABS(Cell(r, 4) - Cell(r, 3))]
+
+
+def _range(w, ws, rng, r0: int, first: int, last: int) -> None:
+    """The range: z, P10/P50/P90 of the total and P90 of the project end, each a defined name,
+    over the table's columns (plan.sensitivity.range_exprs)."""
+    from .writer import BOLD_FONT, number_format, put_text
+
+    ws.cell(r0, 1, w.m("workbook.sensitivity.range.heading")).font = BOLD_FONT
+    exprs = {"sensitivity_z": SENSITIVITY_Z,
+             **range_exprs(lambda name: Area(Cell(first, COL[name]), Cell(last, COL[name])))}
+    values = {"sensitivity_z": Z90, **rng}
+    money, date = number_format("currency"), number_format("date")
+    for k, name in enumerate(RANGE_ROWS, 1):
         r = r0 + k
-        put_text(ws.cell(r, 1), m(f"workbook.sensitivity.range.{name}"))
-        w.formula(ws, r, 2, text.format(a=table_top, b=last), value, fmt)
+        fmt = "0.0000" if name == "sensitivity_z" else date if name == "project_end_p90" else money
+        put_text(ws.cell(r, 1), w.m(f"workbook.sensitivity.range.{name}"))
+        w.formula(ws, r, 2, exprs[name], values[name], fmt)
         if name.startswith("total_cost"):
             w.unit_cell(ws, r, 3, "currency")
-        w.define(name, ws, f"$B${r}")
-    put_text(ws.cell(r0 + len(rows) + 1, 1), m("workbook.sensitivity.range.method"))
-    ws.cell(r0 + len(rows) + 1, 1).alignment = WRAP_TOP
-    ws.merge_cells(start_row=r0 + len(rows) + 1, start_column=1, end_row=r0 + len(rows) + 1, end_column=10)
-    ws.row_dimensions[r0 + len(rows) + 1].height = 48
-    w.widths(ws, [27, 18, 12, 12, 12, 13, 13, 13, 11, 11, 12, 12, 12, 12, 12]
-             + [16] * max(0, len(variants) - 12))
-    ws.freeze_panes = ws.cell(HEAD + 1, 2)
-    w.page_setup(ws)
-    # Printed: the table, the tornado and the range, one page wide (A:J; the method's working
-    # columns K:O and the what-if workings below stay on screen, unhidden).
-    ws.print_area = f"A1:J{r0 + len(rows) + 1}"
-    ws.page_setup.fitToWidth = 1
-    ws.print_title_cols = None
+        w.define(name, ws, Cell(r, 2).fixed().excel())
 
 
 def _tornado_chart(m, ws, first: int, last: int) -> None:
