@@ -1,6 +1,7 @@
 """The Cashflow sheet: every month's figure a live formula over the Cost sheet's own line items
-that LibreOffice computes as the plan does, and months, calendar years and fiscal years that add
-up to total_cost whatever the price tier or ownership, after a reviewer's edits too."""
+that LibreOffice computes as the plan does (the months are the model's items, issue 24), and
+months, calendar years and fiscal years that add up to total_cost whatever the price tier or
+ownership, after a reviewer's edits too."""
 
 from __future__ import annotations
 
@@ -15,7 +16,6 @@ import pytest
 from openpyxl.utils.cell import get_column_letter, range_boundaries
 
 from budget.core.dates import excel_serial, from_serial
-from budget.sheets.cashflow import month_totals
 from budget.formula.expr import BENIGN_CONSTANTS, SUPPORTED_FUNCTIONS
 from budget.model.model import COST_LINES
 from budget.xlsx.recalc import is_error, read_values, recalculate, relative_difference
@@ -147,6 +147,13 @@ def _rows_by_c(result) -> dict[str, int]:
             if isinstance(ws.cell(r, 3).value, str) and re.fullmatch(r"=[a-z_]+", ws.cell(r, 3).value)}
 
 
+def month_totals(plan) -> list[tuple[float, float]]:
+    """(first day of the month, total spent in it, buffer and VAT included) for each of the plan's
+    months: what the decision page's quarters sum."""
+    v = plan.values
+    return list(zip(v["cashflow_month_start"], v["cashflow_month_total"]))
+
+
 def _month_values(expected: dict, row: int, months: int) -> list[float]:
     return [expected[f"Cashflow!{get_column_letter(5 + m)}{row}"] for m in range(months)]
 
@@ -176,7 +183,7 @@ def test_the_plans_months_add_up_to_total_cost(catalog, case):
     result = write_workbook(plan)
     v, months = plan.values, len(_cells(result.names["cashflow_month_cells"]))
     assert v["check_cashflow_fits"] == 0
-    totals = month_totals(result)
+    totals = month_totals(plan)
     assert len(totals) == months
     assert [from_serial(s).day for s, _ in totals] == [1] * months
     assert math.fsum(t for _, t in totals) == pytest.approx(v["total_cost"], rel=TOLERANCE)
@@ -200,7 +207,7 @@ def test_a_reserved_term_pays_up_front_then_over_the_whole_term(catalog):
     upfront = v["reserved_upfront_cost"]
     assert upfront == pytest.approx(0.25 * v["cluster_cost"], rel=1e-9)   # no hours beyond the term
     cluster = _month_values(result.expected, _rows_by_c(result)["cluster_cost"], months)
-    firsts = [excel_serial(from_serial(s)) for s, _ in month_totals(result)]
+    firsts = [excel_serial(from_serial(s)) for s, _ in month_totals(plan)]
     ends = firsts[1:] + [excel_serial(dt.date(2100, 1, 1))]
     rest = v["cluster_cost"] - upfront
     for m, (a, b) in enumerate(zip(firsts, ends)):
@@ -214,7 +221,7 @@ def test_a_reserved_term_pays_up_front_then_over_the_whole_term(catalog):
     assert all(c == 0 for c, a in zip(cluster, firsts) if a >= end)
     # the whole term's spending is inside the months, and the months are sized for it
     assert v["spend_end"] == pytest.approx(end, rel=1e-12)
-    assert math.fsum(t for _, t in month_totals(result)) == pytest.approx(v["total_cost"], rel=TOLERANCE)
+    assert math.fsum(t for _, t in month_totals(plan)) == pytest.approx(v["total_cost"], rel=TOLERANCE)
 
 
 def test_a_zero_length_phase_pays_in_the_month_it_starts(catalog):
@@ -224,7 +231,7 @@ def test_a_zero_length_phase_pays_in_the_month_it_starts(catalog):
     assert v["evaluation_end"] == v["evaluation_start"] and v["post_training_cost"] > 0
     post = _month_values(result.expected, _rows_by_c(result)["post_training_cost"], months)
     month = from_serial(v["evaluation_start"]).replace(day=1)
-    firsts = [from_serial(s) for s, _ in month_totals(result)]
+    firsts = [from_serial(s) for s, _ in month_totals(plan)]
     assert post[firsts.index(month)] == v["post_training_cost"]
     assert sum(1 for p in post if p) == 1
 
@@ -440,12 +447,13 @@ def test_the_difference_lines_read_zero(books):
             assert got.get(k.replace("!A", "!B"), 0) == 0, (book, k)
 
 
-def test_month_totals_are_the_sheets_months(books):
-    """budget.sheets.cashflow.month_totals (the decision page's quarters) reads the sheet's own months."""
+def test_the_plans_months_are_the_sheets_months(books):
+    """The plan's months (which the decision page's quarters sum) are what LibreOffice computes in
+    the sheet's month row and total row."""
     for book in ("base", "reserved", "taxed"):
         result, got = books["results"][book], books["values"][book]
         names = result.names
-        totals = month_totals(result)
+        totals = month_totals(books["plans"][book])
         firsts = [excel_serial(got[c].date()) for c in _cells(names["cashflow_month_cells"])]
         assert [s for s, _ in totals] == firsts
         for (_, want), have in zip(totals, _named(got, names, "cashflow_month_total")):
@@ -465,8 +473,8 @@ def test_the_chinese_cashflow_sheet(catalog):
     assert ws["A4"].value == zh("workbook.cashflow.columns.month")
     labels = {c.value for c in ws["A"] if isinstance(c.value, str)}
     for name in COST_LINES:
-        assert zh(f"workbook.cashflow.lines.{name}") in labels, name
-    assert re.search(r"[\u4e00-\u9fff]", zh("workbook.cashflow.lines.total"))
+        assert zh(f"items.cashflow_{name}.label") in labels, name
+    assert re.search(r"[\u4e00-\u9fff]", zh("items.cashflow_month_total.label"))
     shown = {v for k, v in result.expected.items() if k.startswith("Cashflow!A") and isinstance(v, str)}
     assert zh("workbook.cashflow.notes.fiscal_years", month=4) in shown
     assert zh("workbook.cashflow.years.fiscal_year_name", year=2027) in shown

@@ -68,8 +68,7 @@ def test_risks_are_the_largest_swings_then_the_checks(seed_h100):
     from budget.render.decision import decision
     from budget.render.report import status
     from budget.plan.plan import scenario_digest
-    from budget.sheets.book import write_workbook
-    d = decision(seed_h100, status(seed_h100), scenario_digest(seed_h100), write_workbook(seed_h100))
+    d = decision(seed_h100, status(seed_h100), scenario_digest(seed_h100))
     swings = [r for r in d["risks"] if not r.startswith(("Check", "Warning"))]
     assert [r.split(":")[0] for r in swings] == ["GPU rental price", "MFU", "Training tokens",
                                                  "Setup", "Staffing cost"]
@@ -84,12 +83,14 @@ def test_a_plan_without_options_has_no_recommendation_line(catalog):
 
 
 def test_spend_by_quarter_sums_the_cashflow_months(seed_h100):
-    """The quarters are the Cashflow sheet's months summed; together they are the total."""
+    """The quarters are the plan's months (the Cashflow sheet's) summed; together they are the
+    total. No workbook is written for them."""
     from budget.render.decision import quarters
-    from budget.sheets.book import write_workbook
-    q = quarters(write_workbook(seed_h100))
+    q = quarters(seed_h100)
     assert [x["label"] for x in q][:3] == ["2027 Q1", "2027 Q2", "2027 Q3"]
     assert sum(x["value"] for x in q) == pytest.approx(seed_h100.total_cost, rel=1e-12)
+    months = seed_h100.values["cashflow_month_total"]
+    assert q[0]["value"] == pytest.approx(sum(months[:3]), rel=1e-12)       # January to March 2027
     assert "Spend by quarter: 2027 Q1 " in render_markdown(seed_h100)
 
 

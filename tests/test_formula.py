@@ -287,3 +287,22 @@ def test_large_sources_compile_once_and_unreadable_copies_compile_afresh(monkeyp
     for garbage in ("", "not marshal", "\x00" * 10, "\xe9" * 3):
         monkeypatch.setattr(cache, "cached", lambda raw, kind, parse, garbage=garbage: garbage)
         assert result(_code(source, "<test>")) == result(fresh)
+
+
+def test_chains_and_arrays_over_a_tables_rows():
+    """A Chain's rows follow one another (its first row, then a step over the row before's value,
+    each row its own formula); Each is an array over another table's rows inside SUMPRODUCT, a
+    blank cell 0 in arithmetic and 1 under BlankOf, as the spreadsheet reads them."""
+    from budget.formula.expr import At, BlankOf, Chain, Each, Of, PerRow, Prev, row_expr
+    running = Chain(At("t"), Prev("running") + At("t"), "rows")
+    per_role = PerRow(SUMPRODUCT(Ref("h"), Each(Of("m") + BlankOf("m") * Ref("p") + At("t"), "h")), "rows")
+    run = compile_items([("running", running), ("per_role", per_role)])
+    v = run({"t": (1.0, 2.0, 4.0), "rows": (0, 1, 2), "h": (2.0, None, 3.0), "m": (None, 5.0, 7.0), "p": 10.0}, {})
+    assert v["running"] == (1.0, 3.0, 7.0)
+    assert v["per_role"] == tuple(2.0 * (10.0 + t) + 3.0 * (7.0 + t) for t in (1.0, 2.0, 4.0))
+    assert compile_items([("running", running)])({"t": (), "rows": ()}, {})["running"] == ()
+    cells = {"t@row": "E9", "running@prev": "D10", "h": "h", "m": "m", "p": "p"}
+    assert [row_expr(running, k).excel(cells.get) for k in (0, 1)] == ["E9", "D10+E9"]
+    assert row_expr(per_role, 1).excel(cells.get) == 'SUMPRODUCT(h,m+(m="")*p+E9)'
+    with pytest.raises(TypeError):
+        running.excel()

@@ -447,7 +447,7 @@ def build_or_reject(catalog, name: str, data: dict):
             scenario = parse_scenario(data, f"{name}.yaml", catalog)
             plan = build_plan(scenario, catalog, scenario_id=name)
             book = write_workbook(plan)
-            reports = render_markdown(plan, book), render_html(plan, book)
+            reports = render_markdown(plan), render_html(plan)
     except InputError as err:
         assert err.problems
         for p in err.problems:

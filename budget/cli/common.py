@@ -55,10 +55,9 @@ def render(plan: Plan) -> list[Output]:
     from ..sheets.book import write_workbook
 
     stem = plan.scenario_id
-    book = write_workbook(plan)
-    return [Output(Path(f"{stem}.xlsx"), book.data),
-            Output(Path(f"{stem}.md"), render_markdown(plan, book).encode("utf-8")),
-            Output(Path(f"{stem}.html"), render_html(plan, book).encode("utf-8"))]
+    return [Output(Path(f"{stem}.xlsx"), write_workbook(plan).data),
+            Output(Path(f"{stem}.md"), render_markdown(plan).encode("utf-8")),
+            Output(Path(f"{stem}.html"), render_html(plan).encode("utf-8"))]
 
 
 def print_warnings(plan: Plan, lang: str | None = None) -> None:

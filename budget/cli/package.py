@@ -37,6 +37,7 @@ from ..core.i18n import DEFAULT_LANG
 from .common import (EXIT_BAD_INPUT, EXIT_OK, _print_error, add_lang_argument, fewer_collections, print_warnings, render, requested_lang,
                      terminal_safe, write_reporting)
 from .output import Output
+from ..model.cashflow import cashflow_names
 from ..plan.plan import Plan, build_model
 
 PLAN_FORMAT = "trainbudget-plan/1"
@@ -113,14 +114,17 @@ def plan_document(plan: Plan, options: list[tuple[str, Plan]] | None = None,
                   files: Mapping[str, str] | None = None) -> dict:
     """Everything a tool needs to read the plan without opening the workbook."""
     model = plan.model or build_model(plan.lang)
+    left_out = cashflow_names(model)      # the Cashflow sheet's month and year tables: the workbook's
     inputs = {}
     for name, iv in plan.inputs.items():
+        if name in left_out:
+            continue
         d = model.inputs.get(name)
         inputs[name] = _described(iv.value, d.label if d else name, d.unit if d else "",
                                   bool(d) and d.kind == "date", source=iv.source)
     outputs = {}
     for name, value in plan.values.items():
-        if name in plan.inputs:
+        if name in plan.inputs or name in left_out:
             continue
         item = model.items.get(name)
         outputs[name] = _described(value, item.label if item else name, item.unit if item else "",

@@ -416,6 +416,103 @@ class PerRow(Expr):
         return f"tuple(({self.expr.python()}) for _k in range(len(v[{self.rows!r}])))"  # i18n: not text
 
 
+@dataclass(frozen=True, eq=False)
+class Chain(Expr):
+    """A row item whose rows follow one another, as a spreadsheet's chains do: `first` in the
+    table's first row, `step` in every later one, where `Prev(name)` is the item's own value in
+    the row before (a month starts a month after the one before; a running total adds its row to
+    the one before's). A tuple in Python, built row by row. Its rows hold different formulas:
+    render `row_expr(chain, k)` for row k."""
+    first: Expr
+    step: Expr
+    rows: str
+
+    def _collect(self, out):
+        self.first._collect(out)
+        self.step._collect(out)
+        out.add(self.rows)
+
+    def excel(self, resolve=str):
+        raise TypeError("a chain's first row and the others have formulas of their own: render row_expr(chain, k)")  # i18n: not text
+
+    def python(self):
+        return (f"_chain(len(v[{self.rows!r}]), lambda _k: ({self.first.python()}), "  # i18n: not text
+                f"lambda _k, _last: ({self.step.python()}))")
+
+
+@dataclass(frozen=True, eq=False)
+class Prev(Expr):
+    """Inside a Chain's `step`: the chain's own value in the row before. The workbook resolves
+    `name@prev` (name: the chain's item) to that row's cell."""
+    name: str
+
+    def _collect(self, out): pass     # the chain's own item: not a name to define before it
+
+    def excel(self, resolve=str):
+        return resolve(f"{self.name}@prev")
+
+    def python(self):
+        return "_last"
+
+
+def row_expr(expr: Expr, k: int) -> Expr:
+    """The formula row k of a row item holds: a Chain's first or step, a PerRow's expression."""
+    if isinstance(expr, Chain):
+        return expr.first if k == 0 else expr.step
+    if isinstance(expr, PerRow):
+        return expr.expr
+    return expr
+
+
+@dataclass(frozen=True, eq=False)
+class Each(Expr):
+    """An array over the rows of the table whose column `rows` is, as SUMPRODUCT reads one:
+    `expr` with `Of(name)` for a column's value in the row (the Cashflow sheet's staffing by
+    role, a year's months). The workbook writes `expr` over whole columns, which Excel 2016 and
+    LibreOffice evaluate as an array inside SUMPRODUCT (as they do Blanks); Python gives a tuple."""
+    expr: Expr
+    rows: str
+
+    def _collect(self, out):
+        self.expr._collect(out)
+        out.add(self.rows)
+
+    def excel(self, resolve=str):
+        return self.expr.excel(resolve)
+
+    def python(self):
+        return f"tuple(({self.expr.python()}) for _j in range(len(v[{self.rows!r}])))"  # i18n: not text
+
+
+@dataclass(frozen=True, eq=False)
+class Of(Expr):
+    """Inside Each: the column `name`'s value in the row, a blank cell 0 as arithmetic reads it
+    (rendered as the whole column)."""
+    name: str
+
+    def _collect(self, out): out.add(self.name)
+
+    def excel(self, resolve=str):
+        return resolve(self.name)
+
+    def python(self):
+        return f"_of(v[{self.name!r}], _j)"
+
+
+@dataclass(frozen=True, eq=False)
+class BlankOf(Expr):
+    """Inside Each: 1 where the column `name`'s cell in the row is blank, else 0 (`(name="")`)."""
+    name: str
+
+    def _collect(self, out): out.add(self.name)
+
+    def excel(self, resolve=str):
+        return f'({resolve(self.name)}="")'
+
+    def python(self):
+        return f"_blank_of(v[{self.name!r}], _j)"
+
+
 def substitute(expr: Expr, swap: Callable[[str], Expr | None]) -> Expr:
     """`expr` with every Ref for which `swap(name)` gives an expression replaced by it."""
     if isinstance(expr, Ref):
@@ -599,6 +696,26 @@ def _at(col, k): return col[k] if k < len(col) else None
 
 
 def _blanks(col): return tuple(1.0 if x is None else 0.0 for x in col)
+
+
+def _of(col, j):
+    x = col[j] if j < len(col) else None
+    return 0.0 if x is None or x == "" else x
+
+
+def _blank_of(col, j):
+    x = col[j] if j < len(col) else None
+    return 1.0 if x is None or x == "" else 0.0
+
+
+def _chain(n, first, step):
+    """A Chain's rows: first(0), then step(k, the row before's value)."""
+    out = []
+    for k in range(n):
+        out.append(step(k, out[-1]) if out else first(k))
+    return tuple(out)
+
+
 def _counta(*cols): return float(sum(1 for col in cols for x in col if x not in (None, "")))
 
 

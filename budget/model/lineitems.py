@@ -77,7 +77,9 @@ class Item:
     section: str
     note: str = ""
     fix: str = ""          # for checks and warnings: what to change when it fails
-    kind: str = "item"     # item | check (blocks approval) | warning (shown, does not block) | rows
+    # item | check (blocks approval) | warning (shown, does not block) | rows (a table's: its row
+    # items, and the figures shown beside them, as the Cashflow sheet's periods' days in all)
+    kind: str = "item"
     detail: Expr | None = None   # checks and warnings: the failure in words, live over the cells
 
     def __post_init__(self):
@@ -198,7 +200,8 @@ class Model:
 
     def row_items(self, rows: str = "stage_tokens") -> list[Item]:
         """The items evaluated row by row over the table whose key column is `rows`: by default
-        the stages table (the Stages sheet's columns of figures); "ref_name" the Reference runs."""
+        the stages table (the Stages sheet's columns of figures); "ref_name" the Reference runs;
+        "cashflow_month_cells" the Cashflow sheet's months."""
         return [i for i in self.items.values() if i.kind == "rows" and getattr(i.expr, "rows", None) == rows]
 
 

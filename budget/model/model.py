@@ -17,6 +17,7 @@ from ..formula.expr import (ABS, AND, COLUMNS, COUNTA, EXP, IF, ISERROR, ISNUMBE
 from ..formula.expr import DATE, LN, MAX, MONTH, YEAR
 from ..formula.expr import At, Expr, PerRow, UpTo, lift, substitute
 from ..core.i18n import DEFAULT_LANG, Messages, text
+from .cashflow import build_cashflow
 from .lineitems import Model, ModelBuilder
 
 ACCELERATOR_TABLE = "acc"
@@ -134,6 +135,7 @@ def _build(texts: Messages) -> Model:
     _generated(b)
     _checks(b, inp)
     _reference_runs(b, inp)
+    build_cashflow(b, inp, COST_LINES)
     return b.model
 
 
@@ -572,6 +574,7 @@ def _inputs(b: ModelBuilder) -> _Inputs:
     add("catalog_rows_below", "cells", kind="structure")
     add("timeline_week_cells", "cells", kind="structure")
     add("cashflow_month_cells", "cells", kind="structure")
+    add("cashflow_year_cells", "cells", kind="structure")
     return i
 
 

@@ -282,8 +282,10 @@ def _values(inputs: Mapping[str, InputValue]) -> dict[str, object]:
 def _structure(inputs: Mapping[str, InputValue], lang: str, weeks: int,
                values: Mapping[str, object] | None = None, months: int = 0) -> dict[str, InputValue]:
     """The workbook-structure inputs and the values at generation (gen_<name>)."""
+    # the Cashflow sheet's year tables: a row for every year its months can touch
+    years = math.ceil(months / 12) + 1 if months else 0
     cells = {"staff_rows_below": (), "stage_rows_below": (), "catalog_rows_below": (), "timeline_week_cells": tuple(range(weeks)),
-             "cashflow_month_cells": tuple(range(months))}
+             "cashflow_month_cells": tuple(range(months)), "cashflow_year_cells": tuple(range(years))}
     out = {"layout_searched": inputs.get("layout_searched", InputValue("no", "")),
            **{name: InputValue(value, text(f"plan.sources.{name}", lang)) for name, value in cells.items()}}
     for name in (*SEARCH_INPUTS, *SEARCH_ITEMS):

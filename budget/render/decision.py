@@ -5,13 +5,13 @@ option and the alternatives, the P10/P50/P90 total, spend by quarter, the top ri
 swings of the Sensitivity sheet and every failing or warning check), the key assumptions and the
 sign-off block with the scenario's version digest. The reports lay it out; nothing here is
 computed twice: options are the plans the Compare sheet shows, the range and swings are the
-Sensitivity sheet's, the quarters sum the Cashflow sheet's months.
+Sensitivity sheet's, the quarters sum the plan's months (the Cashflow sheet's).
 """
 
 from __future__ import annotations
 
 from ..core.dates import from_serial
-from ..core.i18n import DEFAULT_LANG, text
+from ..core.i18n import text
 from ..model.model import UNCERTAIN
 from ..plan.options import recommended
 from ..plan.sensitivity import cases, range_figures
@@ -20,21 +20,21 @@ TOP_RISKS = 5
 KEY_ASSUMPTIONS = ("gpu_type", "calibrated_mfu", "price_per_gpu_hour", "train_tokens", "buffer_rate")
 
 
-def quarters(workbook, lang: str = DEFAULT_LANG) -> list[dict]:
-    """Spend by calendar quarter: the Cashflow sheet's months summed, empty quarters left out."""
-    from ..sheets.cashflow import month_totals
+def quarters(plan) -> list[dict]:
+    """Spend by calendar quarter: the plan's months (the Cashflow sheet's) summed, empty quarters
+    left out."""
     from .words import Words
 
-    words = Words(lang)
+    words, v = Words(plan.lang), plan.values
     out: dict[str, float] = {}
-    for start, total in month_totals(workbook):
+    for start, total in zip(v["cashflow_month_start"], v["cashflow_month_total"]):
         day = from_serial(start)
         key = words("report.formats.quarter", year=day.year, quarter=(day.month - 1) // 3 + 1)
         out[key] = out.get(key, 0.0) + total
     return [{"label": k, "value": x} for k, x in out.items() if abs(x) > 0.005]
 
 
-def decision(plan, status: dict, digest: str, workbook) -> dict:
+def decision(plan, status: dict, digest: str) -> dict:
     from .words import Words
 
     v, cur, words = plan.values, plan.scenario.prices.currency, Words(plan.lang)
@@ -96,7 +96,7 @@ def decision(plan, status: dict, digest: str, workbook) -> dict:
                   "p90": words.money(rng["total_cost_p90"], cur), "point": words.money(v["total_cost"], cur),
                   "end_p90": words.date(rng["project_end_p90"])},
         "quarters": [{"label": q["label"], "amount": words.money(q["value"], cur)}
-                     for q in quarters(workbook, plan.lang)],
+                     for q in quarters(plan)],
         "risks": shown, "more_risks": more,
         "assumptions": assumptions,
         "digest": digest,

@@ -85,27 +85,23 @@ def status(plan: Plan) -> dict:
             "total_label": words("report.status.total") if not n else words("report.status.total_indicative")}
 
 
-def report_context(plan: Plan, workbook=None) -> dict:
-    """Everything the templates show. `workbook` is the plan's written workbook
-    (budget.workbook.WorkbookResult), whose Cashflow months the decision page sums by quarter;
-    it is written here when not given. `t` is the plan language's messages (`t("report.x",
-    days=3)`); render_html swaps in their HTML form. Gathered once for the Markdown and the
-    HTML of one plan and workbook."""
-    if workbook is not None and _LAST_CONTEXT and _LAST_CONTEXT[0] is plan and _LAST_CONTEXT[1] is workbook:
-        return _LAST_CONTEXT[2]
-    context = _report_context(plan, workbook)
-    if workbook is not None:
-        _LAST_CONTEXT[:] = [plan, workbook, context]
+def report_context(plan: Plan) -> dict:
+    """Everything the templates show. `t` is the plan language's messages (`t("report.x",
+    days=3)`); render_html swaps in their HTML form. Gathered once for the Markdown and the HTML
+    of one plan."""
+    if _LAST_CONTEXT and _LAST_CONTEXT[0] is plan:
+        return _LAST_CONTEXT[1]
+    context = _report_context(plan)
+    _LAST_CONTEXT[:] = [plan, context]
     return context
 
 
-_LAST_CONTEXT: list = []    # [plan, workbook, context]: the last rendered plan's
+_LAST_CONTEXT: list = []    # [plan, context]: the last rendered plan's
 
 
-def _report_context(plan: Plan, workbook=None) -> dict:
+def _report_context(plan: Plan) -> dict:
     from .decision import decision
     from ..plan.plan import scenario_digest
-    from ..sheets.book import write_workbook
 
     v, cur, words = plan.values, plan.scenario.prices.currency, Words(plan.lang)
     model = plan.model or build_model(plan.lang)
@@ -167,7 +163,7 @@ def _report_context(plan: Plan, workbook=None) -> dict:
         "assumptions": assumptions,
         "warnings": list(plan.warnings),
         "status": state,
-        "decision": decision(plan, state, scenario_digest(plan), workbook or write_workbook(plan)),
+        "decision": decision(plan, state, scenario_digest(plan)),
         # the memo lines that say something for this plan (a zero VAT or unused reservation does not)
         "memo": [{"label": model.items[name].label, "amount": words.money(v[name], cur)}
                  for name in MEMO_LINES if _memo_applies(name, v)],
@@ -402,10 +398,10 @@ def environment() -> jinja2.Environment:
     return env
 
 
-def render_markdown(plan: Plan, workbook=None) -> str:
-    return environment().get_template("timeline.md.j2").render(report_context(plan, workbook))
+def render_markdown(plan: Plan) -> str:
+    return environment().get_template("timeline.md.j2").render(report_context(plan))
 
 
-def render_html(plan: Plan, workbook=None) -> str:
-    context = report_context(plan, workbook)
+def render_html(plan: Plan) -> str:
+    context = report_context(plan)
     return environment().get_template("timeline.html.j2").render({**context, "t": context["t"].html})
