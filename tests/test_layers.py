@@ -121,3 +121,20 @@ def test_the_commands_scripts_use_still_run(command):
     done = subprocess.run([sys.executable, *command], cwd=ROOT, capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip()
+
+
+def test_the_writer_refuses_formula_text():
+    """The writer's formula() takes an expression and renders it; text is refused."""
+    from budget.catalog import load_catalog
+    from budget.formula.expr import Ref
+    from budget.plan import build_plan
+    from budget.scenario import load_scenario
+    from budget.sheets.writer import _Writer
+
+    catalog = load_catalog()
+    w = _Writer(build_plan(load_scenario(ROOT / "scenarios" / "gpt3-175b-a100.yaml", catalog), catalog))
+    ws = w.wb["Summary"]
+    with pytest.raises(TypeError, match="an expression, not str"):
+        w.formula(ws, 40, 2, "SUM(A1:A3)", 0.0, None)
+    cell = w.formula(ws, 40, 2, Ref("total_cost") * 2, 0.0, None)
+    assert cell.value == "=total_cost*2"

@@ -845,7 +845,9 @@ class _Writer:
         """A formula cell: `expr` rendered, each name it reads through `resolve` (a defined name by
         default), in the calculation style with `fmt`; `expected` is the planner's value of it,
         which the recalculation tests hold the spreadsheet's to."""
-        text = expr if isinstance(expr, str) else excel(expr, resolve)    # str: being retired (issue 24)
+        if not isinstance(expr, Expr):      # a formula is an expression of the model, never text
+            raise TypeError(f"formula at row {row}, column {col}: an expression, not {type(expr).__name__}")  # i18n: not text
+        text = excel(expr, resolve)
         cell = ws._cells.get((row, col))
         if cell is None:
             cell = _new_cell(ws, row, col)
