@@ -14,6 +14,7 @@ from types import MappingProxyType
 from typing import Mapping
 
 from ..inputs.catalog import OPTIONAL_FIGURES, Catalog
+from ..core import limits
 from ..core.errors import InputError, Joined, Msg, Problem as _Problem, ScenarioError
 from ..core.i18n import DEFAULT_LANG, fmt, text
 from .layout import (LAYOUT_INPUTS, layout_domains, Candidate, Evaluator, Layout, NoLayoutFits, SearchResult, Space,
@@ -632,7 +633,7 @@ def _item_problem(model: Model, name: str, kind: str):
                     Msg(f"plan.problems.{kind}.fix", refs=refs))
 
 
-MAX_PROJECT_DAYS = 36_525   # a century: dates stay displayable, the week grid fits a sheet
+MAX_PROJECT_DAYS = limits.MAX_PROJECT_DAYS   # a century: dates stay displayable, the week grid fits a sheet
 
 
 _PLANS_WITH_CANDIDATES = itertools.count()
@@ -672,7 +673,7 @@ def _check_displayable(model, s: Scenario, values: Mapping, candidates, file: st
         where, fix = (("data.train_tokens", "plan.problems.too_long.fix_tokens") if training > days / 2
                       else ("schedule", "plan.problems.too_long.fix_schedule"))
         raise ScenarioError(file, [_Problem(
-            where, Msg("plan.problems.too_long.message", years=days / 365.25, limit=MAX_PROJECT_DAYS / 365.25),
+            where, Msg("plan.problems.too_long.message", years=days / 365.25, limit=limits.MAX_PROJECT_YEARS),
             Msg(fix))], s.language)
 
 
