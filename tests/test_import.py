@@ -633,3 +633,53 @@ def test_a_vendor_edited_on_the_catalog_sheet_comes_back(tmp_path, catalog, seed
     wb.save(path)
     rows = {r["id"]: r for r in import_workbook(path, catalog).data["catalog"]["accelerators"]}
     assert rows["amd_mi300x"]["vendor"] == "AMD (via our reseller)"
+
+
+@pytest.mark.office
+def test_a_real_book_resaved_by_libreoffice_with_a_picture_and_notes_imports(tmp_path, catalog, seed_h100):
+    """The bounds do not refuse real books: the seed's workbook re-saved by LibreOffice (shared
+    strings, its own styles and parts), then a 19 MB picture and two notes added with openpyxl,
+    about 20 MB in all, imports to the same scenario as the generated book."""
+    require_soffice()
+    import os as _os
+
+    from openpyxl.comments import Comment
+    from openpyxl.drawing.image import Image
+    from PIL import Image as PILImage
+
+    generated = tmp_path / "seed.xlsx"
+    generated.write_bytes(write_workbook(seed_h100).data)
+    resaved = recalculate([generated], tmp_path / "lo")[generated]
+    wb = openpyxl.load_workbook(resaved)
+    picture = tmp_path / "noise.png"
+    PILImage.frombytes("RGB", (2500, 2500), _os.urandom(2500 * 2500 * 3)).save(picture, compress_level=1)
+    wb["Summary"].add_image(Image(str(picture)), "H2")
+    sheet, ref = tamper.cell_ref(generated.read_bytes(), "gpu_count")
+    wb[sheet][ref].comment = Comment("Finance approved 512.", "reviewer")
+    wb["Catalog"]["A1"].comment = Comment("Prices as of the last review.", "reviewer")
+    book = tmp_path / "reviewed.xlsx"
+    wb.save(book)
+    size = book.stat().st_size
+    assert 18_000_000 < size <= 21_000_000, size
+    started = time.monotonic()
+    imported = import_workbook(book, catalog)
+    assert time.monotonic() - started < 10
+    _same(imported.data, import_workbook(generated, catalog).data)   # LibreOffice keeps 15 digits
+    assert f"#   {sheet}!{ref} (gpu_count): Finance approved 512.\n" in imported.text
+    assert "#   Catalog!A1: Prices as of the last review.\n" in imported.text
+
+
+def _same(a, b, path="") -> None:
+    """Equal data, numbers to 1e-12 relative."""
+    if isinstance(a, dict) and isinstance(b, dict):
+        assert a.keys() == b.keys(), path
+        for key in a:
+            _same(a[key], b[key], f"{path}.{key}")
+    elif isinstance(a, list) and isinstance(b, list):
+        assert len(a) == len(b), path
+        for n, (x, y) in enumerate(zip(a, b)):
+            _same(x, y, f"{path}[{n}]")
+    elif isinstance(a, float) or isinstance(b, float):
+        assert a == pytest.approx(b, rel=1e-12), path
+    else:
+        assert a == b, path
