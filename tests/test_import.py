@@ -684,3 +684,26 @@ def _same(a, b, path="") -> None:
         assert a == pytest.approx(b, rel=1e-12), path
     else:
         assert a == b, path
+
+
+@pytest.mark.parametrize("kind", ["dev-zero", "fifo", "folder", "link-to-dev-urandom"])
+def test_a_workbook_path_that_is_no_regular_file_is_refused_at_once(tmp_path, capsys, kind):
+    import os as _os
+    path = tmp_path / "book.xlsx"
+    if kind == "dev-zero":
+        path = Path("/dev/zero")
+    elif kind == "fifo":
+        _os.mkfifo(path)
+    elif kind == "folder":
+        path.mkdir()
+    else:
+        path.symlink_to("/dev/urandom")
+    target = tmp_path / "out.yaml"
+    signal.alarm(60)
+    try:
+        code = main(["import", str(path), "-o", str(target)])
+    finally:
+        signal.alarm(0)
+    out, err = capsys.readouterr()
+    lines = _one_error(code, out, err, target)
+    assert lines[0].startswith(f"error: {path}: is not a regular file ("), lines[0]
