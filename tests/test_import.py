@@ -707,3 +707,14 @@ def test_a_workbook_path_that_is_no_regular_file_is_refused_at_once(tmp_path, ca
     out, err = capsys.readouterr()
     lines = _one_error(code, out, err, target)
     assert lines[0].startswith(f"error: {path}: is not a regular file ("), lines[0]
+
+
+def test_an_unreadable_catalog_cell_is_named(tmp_path, capsys, seed_book):
+    wb = tamper.parts(seed_book)["xl/workbook.xml"].decode()
+    ref = re.search(r'<definedName name="acc_hbm_gb">[^<]*\$([A-Z]+)\$([0-9]+):', wb)
+    cell = f"{ref.group(1)}{ref.group(2)}"
+    book = tamper.set_cell(seed_book, tamper.CATALOG_PART, cell, tamper.number_cell(cell, "1e999"))
+    code, out, err, path, target = _import(tmp_path, capsys, book)
+    lines = _one_error(code, out, err, target)
+    assert lines[0] == (f"error: {path}: Catalog!{cell} (acc_hbm_gb): holds a value no spreadsheet shows "
+                        "('1e999' is outside the numbers a spreadsheet can hold)")

@@ -333,7 +333,7 @@ def _catalog_source(book: _Book, n: int):
     source = book.value(sheet, r, c + 1)
     # The first spare row's Source cell holds the hint to add a row there: not a citation.
     hints = {messages(lang).get(f"workbook.catalog.spare_rows.{ACCELERATOR_TABLE}") for lang in languages()}
-    return None if source in hints else source
+    return None if source in hints or isinstance(source, Unreadable) else source
 
 
 def read_catalog_rows(book: _Book) -> list[dict]:
@@ -347,6 +347,12 @@ def read_catalog_rows(book: _Book) -> list[dict]:
     rows = []
     for n in range(len(columns["id"])):
         row = {c: columns[c][n][1] for c in CATALOG_COLUMNS}
+        for c in CATALOG_COLUMNS:
+            if isinstance(row[c], Unreadable):
+                raise WorkbookError(book.path, [Problem(
+                    f"{columns[c][n][0]} (acc_{c})", Msg("importer.errors.unreadable_cell.message", why=row[c].why),
+                    Msg("importer.errors.figure_not_number.fix" if c in (*FIGURES, *PEAK_COLUMNS)
+                        else "importer.errors.unreadable_cell.fix_text"))], book.lang)
         if row["id"] in (None, ""):
             if any(row[c] not in (None, "") for c in CATALOG_COLUMNS):
                 raise WorkbookError(book.path, [Problem(
