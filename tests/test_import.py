@@ -10,6 +10,7 @@ from __future__ import annotations
 import copy
 import datetime as dt
 import io
+import re
 from pathlib import Path
 
 import openpyxl
@@ -396,3 +397,324 @@ def test_a_pilot_calibration_round_trips(tmp_path, catalog):
                                        "tokens_per_gpu_second": 2600}
     assert plan_of(imported, catalog, "edited").values["pilot_measured_mfu"] == pytest.approx(
         2600 * plan.values["model_flops_per_token"] / (plan.values["peak_tflops"] * 1e12))
+
+
+# --- hostile and tampered workbooks (issue 30) -----------------------------------------------
+
+import signal  # noqa: E402
+import time  # noqa: E402
+import zipfile  # noqa: E402
+
+import xlsx_tamper as tamper  # noqa: E402
+from budget.core import limits  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def seed_book(seed_h100) -> bytes:
+    return write_workbook(seed_h100).data
+
+
+def _import(tmp_path, capsys, book: bytes, *extra, name="book.xlsx"):
+    """`trainbudget import book -o out.yaml` under a harness bound well above the tool's own."""
+    path, target = tmp_path / name, tmp_path / "out.yaml"
+    path.write_bytes(book)
+    signal.alarm(60)
+    try:
+        code = main(["import", str(path), "-o", str(target), *extra])
+    finally:
+        signal.alarm(0)
+    out, err = capsys.readouterr()
+    return code, out, err, path, target
+
+
+def _one_error(code, out, err, target) -> list[str]:
+    lines = err.splitlines()
+    assert code == 2 and out == "" and not target.exists(), err
+    assert len(lines) == 2 and lines[0].startswith("error: ") and lines[1].startswith("  fix: "), err
+    return lines
+
+
+@pytest.mark.parametrize("text, says", [
+    ("42", "the defined name holds '42': not a cell, row or column of cells of this workbook"),
+    ("SUM('Inputs'!$B$20:$B$21)", "holds \"SUM('Inputs'!$B$20:$B$21)\": not a cell, row or column"),
+    ("'[1]Inputs'!$B$20", "it points into another workbook"),
+    ("[other.xlsx]Inputs!$B$20", "it points into another workbook"),
+    ("'Inputs'!$B$20,'Inputs'!$B$21", "it names several areas"),
+    ("'Inputs'!$A$1:$XFD$1048576", "more than the 100,000 cells an input area may have"),
+    ("'Inputs'!$A:$XFD", "more than the 100,000 cells an input area may have"),
+])
+def test_a_tampered_defined_name_is_one_error_naming_it(tmp_path, capsys, seed_book, text, says):
+    """Each of these was a traceback (or, for a whole sheet, minutes of reading)."""
+    code, out, err, path, target = _import(tmp_path, capsys, tamper.defined_name(seed_book, "gpu_count", text))
+    lines = _one_error(code, out, err, target)
+    assert lines[0].startswith(f"error: {path}: "), lines[0]
+    assert "gpu_count" in lines[0] and says in lines[0], lines[0]
+
+
+@pytest.mark.parametrize("text", ["'Gone'!$B$20", "'Inputs'!$B$20"])
+def test_a_missing_sheet_is_named_with_its_cell_and_name(tmp_path, capsys, seed_book, text):
+    book = tamper.defined_name(seed_book, "gpu_count", text)
+    if text.startswith("'Inputs'"):      # the Inputs sheet removed from the book
+        wb = tamper.parts(book)["xl/workbook.xml"].decode()
+        book = tamper.rezip(book, {"xl/workbook.xml": wb.replace('<sheet name="Inputs"', '<sheet name="Gone"').encode()})
+    code, out, err, path, target = _import(tmp_path, capsys, book)
+    lines = _one_error(code, out, err, target)
+    sheet = "Gone" if text.startswith("'Gone'") else "Inputs"
+    first = "gpu_count" if sheet == "Gone" else "params_override"      # the first input read from it
+    assert re.match(rf"error: {re.escape(str(path))}: {sheet}![A-Z]+[0-9]+ \({first}\): the sheet {sheet} this "
+                    "name points at is not in the workbook", lines[0]), lines[0]
+
+
+@pytest.mark.parametrize("name, xml, says", [
+    ("start_date", "20270104", "is 2.02701e+07, not a date a spreadsheet can show (1900-01-01 to 9999-12-31)"),
+    ("start_date", "-5", "is -5, not a date a spreadsheet can show"),
+    ("gpu_count", "1e400", "holds a value no spreadsheet shows ('1e400' is outside the numbers a spreadsheet can hold)"),
+    ("gpu_count", "NaN", "holds a value no spreadsheet shows ('NaN' is outside the numbers"),
+    ("gpu_count", "9" * 5000, "outside the numbers a spreadsheet can hold"),
+    ("gpu_count", "lots", "holds a value no spreadsheet shows ('lots' is not a number)"),
+])
+def test_out_of_range_numbers_and_dates_are_errors_naming_the_cell(tmp_path, capsys, seed_book, name, xml, says):
+    """20270104 typed into the start date was an OverflowError."""
+    sheet, ref = tamper.cell_ref(seed_book, name)
+    book = tamper.set_cell(seed_book, tamper.INPUTS_PART, ref, tamper.number_cell(ref, xml))
+    code, out, err, path, target = _import(tmp_path, capsys, book)
+    lines = _one_error(code, out, err, target)
+    assert lines[0].startswith(f"error: {path}: {sheet}!{ref} ({name}): ") and says in lines[0], lines[0]
+
+
+def test_a_shared_string_that_does_not_exist_is_named(tmp_path, capsys, seed_book):
+    sheet, ref = tamper.cell_ref(seed_book, "recompute")
+    book = tamper.set_cell(seed_book, tamper.INPUTS_PART, ref, f'<c r="{ref}" t="s"><v>99999</v></c>')
+    code, out, err, path, target = _import(tmp_path, capsys, book)
+    lines = _one_error(code, out, err, target)
+    assert lines[0] == f"error: {path}: {sheet}!{ref} (recompute): holds a value no spreadsheet shows " \
+                       "(shared string 99999 does not exist)"
+
+
+@pytest.mark.parametrize("case, says", [
+    ("not-a-zip", "not an .xlsx workbook (not a zip archive"),
+    ("truncated", "not an .xlsx workbook (not a zip archive"),
+    ("bad-crc", "the part xl/worksheets/sheet2.xml is damaged"),
+    ("no-workbook-part", "the part xl/workbook.xml is missing"),
+    ("duplicate-part", "the archive holds the part xl/workbook.xml twice"),
+    ("10001-parts", "the archive holds 10,030 parts, over the 10,000 a workbook may have"),
+    ("declared-1-GB", "the archive's parts unpack to 1,"),
+    ("bomb-200-MB-comment", "unpacks to "),
+    ("sheet-over-16-MB", "over the 16,000,000 read"),
+    ("doctype", "declares a document type"),
+    ("sheet-not-xml", "the part xl/worksheets/sheet2.xml is damaged"),
+])
+def test_a_damaged_or_hostile_archive_is_one_error(tmp_path, capsys, seed_book, case, says):
+    if case == "not-a-zip":
+        book = b"not a zip"
+    elif case == "truncated":
+        book = seed_book[:len(seed_book) // 2]
+    elif case == "bad-crc":
+        book = tamper.corrupt_crc(seed_book, tamper.INPUTS_PART)
+    elif case == "no-workbook-part":
+        book = tamper.rezip(seed_book, drop=["xl/workbook.xml"])
+    elif case == "duplicate-part":
+        import warnings
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            book = tamper.rezip(seed_book, add={"xl/workbook.xml": b"<workbook/>"})
+    elif case == "10001-parts":
+        book = tamper.rezip(seed_book, add={f"extra/{n}.bin": b"" for n in range(10_001)},
+                            compression=zipfile.ZIP_STORED)
+    elif case == "declared-1-GB":
+        book = tamper.lie_about_size(seed_book, "xl/theme/theme1.xml", 1_000_000_001)
+    elif case == "bomb-200-MB-comment":
+        sheet = tamper.parts(seed_book)[tamper.INPUTS_PART]
+        i = sheet.index(b"<sheetData>")
+        book = tamper.rezip(seed_book, {tamper.INPUTS_PART: sheet[:i] + b"<!--" + b" " * 200_000_000 + b"-->" + sheet[i:]})
+    elif case == "sheet-over-16-MB":
+        sheet = tamper.parts(seed_book)[tamper.INPUTS_PART]
+        i = sheet.index(b"<sheetData>")
+        import base64
+        import random
+        filler = base64.b64encode(random.Random(30).randbytes(13_000_000))     # 17 MB that hardly compresses
+        book = tamper.rezip(seed_book, {tamper.INPUTS_PART: sheet[:i] + b"<!--" + filler + b"-->" + sheet[i:]})
+    elif case == "doctype":
+        wb = tamper.parts(seed_book)["xl/workbook.xml"]
+        book = tamper.rezip(seed_book, {"xl/workbook.xml": b'<!DOCTYPE w [<!ENTITY a "aaaa">]>' + wb})
+    elif case == "sheet-not-xml":
+        book = tamper.rezip(seed_book, {tamper.INPUTS_PART: b"<worksheet><sheetData><row>"})
+    started = time.monotonic()
+    code, out, err, path, target = _import(tmp_path, capsys, book)
+    lines = _one_error(code, out, err, target)
+    assert lines[0].startswith(f"error: {path}: ") and says in lines[0], lines[0]
+    assert time.monotonic() - started < 30
+
+
+def test_800000_empty_rows_after_the_inputs_import_in_seconds(tmp_path, capsys, seed_book):
+    """A 1M-row book was accepted after 91 s and 561 MB: the rows past the inputs are not read
+    (800,000 empty rows, 14 MB: a million are over the 16 MB a sheet part may unpack to)."""
+    sheet = tamper.parts(seed_book)[tamper.INPUTS_PART]
+    rows = b"".join(b'<row r="%d"/>' % n for n in range(400, 800_400))
+    book = tamper.rezip(seed_book, {tamper.INPUTS_PART: sheet.replace(b"</sheetData>", rows + b"</sheetData>")})
+    started = time.monotonic()
+    code, out, err, _, target = _import(tmp_path, capsys, book)
+    assert code == 0, err
+    assert time.monotonic() - started < 15
+    assert yaml.safe_load(target.read_text(encoding="utf-8"))["hardware"]["gpu_count"] == 512
+
+
+def test_the_import_stops_at_its_own_time_bound(tmp_path, capsys, seed_book, monkeypatch):
+    """Whatever a part holds within its cap, the read stops with a clear error at the time bound
+    (10 s; 0 here, so that the first sheet read trips it)."""
+    monkeypatch.setattr(limits, "MAX_IMPORT_SECONDS", 0.0)
+    code, out, err, path, target = _import(tmp_path, capsys, seed_book)
+    lines = _one_error(code, out, err, target)
+    assert lines[0] == f"error: {path}: reading the workbook took over 0 s, the limit"
+
+
+def test_import_onto_an_existing_scenario_refuses_and_says_what_would_be_lost(tmp_path, capsys, seed_book):
+    """`import -o existing.yaml` overwrote a hand-written scenario and its comments silently."""
+    from support import SEED_H100
+    path, target = tmp_path / "book.xlsx", tmp_path / "out.yaml"
+    path.write_bytes(seed_book)
+    mine = SEED_H100.read_text(encoding="utf-8").replace("  gpu_count: 512", "  gpu_count: 1024  # mine")
+    target.write_text(mine, encoding="utf-8")
+    comments = sum(1 for line in mine.splitlines() if line.lstrip().startswith("#") or " #" in line)
+    assert main(["import", str(path), "-o", str(target)]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and target.read_text(encoding="utf-8") == mine
+    # the seed's preset, token count as "300B" and the like are written out by the import, so they count too
+    assert re.fullmatch(rf"error: {re.escape(str(target))}: already exists: importing would replace it, losing "
+                        rf"{comments} comment lines and [0-9]+ values that differ from the workbook's \([^)]*"
+                        r"hardware\.gpu_count[^)]*\)\n  fix: choose another path with -o, or pass --force to replace "
+                        r"it\n", err), err
+    assert main(["import", str(path), "-o", str(target), "--force"]) == 0
+    assert yaml.safe_load(target.read_text(encoding="utf-8"))["hardware"]["gpu_count"] == 512
+    capsys.readouterr()
+    target.write_bytes(b"\x00\x01 not yaml")
+    assert main(["import", str(path), "-o", str(target)]) == 2
+    assert "losing 11 bytes that are not a scenario" in capsys.readouterr().err
+
+
+def _with_note(book: bytes, name: str, note: str) -> bytes:
+    from openpyxl.comments import Comment
+    wb = openpyxl.load_workbook(io.BytesIO(book))
+    sheet, ref = tamper.cell_ref(book, name)
+    wb[sheet][ref].comment = Comment(note, "reviewer")
+    out = io.BytesIO()
+    wb.save(out)
+    return out.getvalue()
+
+
+def test_cell_notes_are_kept_as_comments_in_the_scenario(tmp_path, capsys, seed_book):
+    """Notes on the cells were dropped without a word: each is a comment line of the scenario."""
+    book = _with_note(seed_book, "gpu_count", "Finance caps us at 512.\nAsk before changing.")
+    code, out, err, _, target = _import(tmp_path, capsys, book)
+    assert code == 0 and err == "", err
+    sheet, ref = tamper.cell_ref(seed_book, "gpu_count")
+    text = target.read_text(encoding="utf-8")
+    assert "# Notes on the workbook's cells, as the reviewer left them:\n" in text
+    assert f"#   {sheet}!{ref} (gpu_count): Finance caps us at 512. Ask before changing.\n" in text
+    assert yaml.safe_load(text)["hardware"]["gpu_count"] == 512
+
+
+def test_notes_that_cannot_be_read_are_named(tmp_path, capsys, seed_book, monkeypatch):
+    book = _with_note(seed_book, "gpu_count", "x" * 2000)
+    monkeypatch.setattr(limits, "MAX_NOTES_BYTES", 1000)
+    code, out, err, _, target = _import(tmp_path, capsys, book)
+    assert code == 0 and target.exists()
+    assert err.startswith(f"warning: {tmp_path / 'book.xlsx'}: the notes on the sheet Inputs were not read (the part "
+                          "xl/comments/comment1.xml unpacks to"), err
+    assert "copy them into the scenario by hand" in err
+
+
+def test_a_vendor_edited_on_the_catalog_sheet_comes_back(tmp_path, catalog, seed_book):
+    """A vendor typed over on the Catalog sheet was dropped without a word."""
+    wb = openpyxl.load_workbook(io.BytesIO(seed_book))
+    names = {n: wb.defined_names[n].attr_text.replace("'", "").replace("$", "") for n in ("acc_id", "acc_vendor")}
+    ids = [c.value for c in _column(wb, names, "acc_id")]
+    _cell(wb, names, "acc_vendor", ids.index("amd_mi300x")).value = "AMD (via our reseller)"
+    path = tmp_path / "vendor.xlsx"
+    wb.save(path)
+    rows = {r["id"]: r for r in import_workbook(path, catalog).data["catalog"]["accelerators"]}
+    assert rows["amd_mi300x"]["vendor"] == "AMD (via our reseller)"
+
+
+@pytest.mark.office
+def test_a_real_book_resaved_by_libreoffice_with_a_picture_and_notes_imports(tmp_path, catalog, seed_h100):
+    """The bounds do not refuse real books: the seed's workbook re-saved by LibreOffice (shared
+    strings, its own styles and parts), then a 19 MB picture and two notes added with openpyxl,
+    about 20 MB in all, imports to the same scenario as the generated book."""
+    require_soffice()
+    import os as _os
+
+    from openpyxl.comments import Comment
+    from openpyxl.drawing.image import Image
+    from PIL import Image as PILImage
+
+    generated = tmp_path / "seed.xlsx"
+    generated.write_bytes(write_workbook(seed_h100).data)
+    resaved = recalculate([generated], tmp_path / "lo")[generated]
+    wb = openpyxl.load_workbook(resaved)
+    picture = tmp_path / "noise.png"
+    PILImage.frombytes("RGB", (2500, 2500), _os.urandom(2500 * 2500 * 3)).save(picture, compress_level=1)
+    wb["Summary"].add_image(Image(str(picture)), "H2")
+    sheet, ref = tamper.cell_ref(generated.read_bytes(), "gpu_count")
+    wb[sheet][ref].comment = Comment("Finance approved 512.", "reviewer")
+    wb["Catalog"]["A1"].comment = Comment("Prices as of the last review.", "reviewer")
+    book = tmp_path / "reviewed.xlsx"
+    wb.save(book)
+    size = book.stat().st_size
+    assert 18_000_000 < size <= 21_000_000, size
+    started = time.monotonic()
+    imported = import_workbook(book, catalog)
+    assert time.monotonic() - started < 10
+    _same(imported.data, import_workbook(generated, catalog).data)   # LibreOffice keeps 15 digits
+    assert f"#   {sheet}!{ref} (gpu_count): Finance approved 512.\n" in imported.text
+    assert "#   Catalog!A1: Prices as of the last review.\n" in imported.text
+
+
+def _same(a, b, path="") -> None:
+    """Equal data, numbers to 1e-12 relative."""
+    if isinstance(a, dict) and isinstance(b, dict):
+        assert a.keys() == b.keys(), path
+        for key in a:
+            _same(a[key], b[key], f"{path}.{key}")
+    elif isinstance(a, list) and isinstance(b, list):
+        assert len(a) == len(b), path
+        for n, (x, y) in enumerate(zip(a, b)):
+            _same(x, y, f"{path}[{n}]")
+    elif isinstance(a, float) or isinstance(b, float):
+        assert a == pytest.approx(b, rel=1e-12), path
+    else:
+        assert a == b, path
+
+
+@pytest.mark.parametrize("kind", ["dev-zero", "fifo", "folder", "link-to-dev-urandom"])
+def test_a_workbook_path_that_is_no_regular_file_is_refused_at_once(tmp_path, capsys, kind):
+    import os as _os
+    path = tmp_path / "book.xlsx"
+    if kind == "dev-zero":
+        path = Path("/dev/zero")
+    elif kind == "fifo":
+        _os.mkfifo(path)
+    elif kind == "folder":
+        path.mkdir()
+    else:
+        path.symlink_to("/dev/urandom")
+    target = tmp_path / "out.yaml"
+    signal.alarm(60)
+    try:
+        code = main(["import", str(path), "-o", str(target)])
+    finally:
+        signal.alarm(0)
+    out, err = capsys.readouterr()
+    lines = _one_error(code, out, err, target)
+    assert lines[0].startswith(f"error: {path}: is not a regular file ("), lines[0]
+
+
+def test_an_unreadable_catalog_cell_is_named(tmp_path, capsys, seed_book):
+    wb = tamper.parts(seed_book)["xl/workbook.xml"].decode()
+    ref = re.search(r'<definedName name="acc_hbm_gb">[^<]*\$([A-Z]+)\$([0-9]+):', wb)
+    cell = f"{ref.group(1)}{ref.group(2)}"
+    book = tamper.set_cell(seed_book, tamper.CATALOG_PART, cell, tamper.number_cell(cell, "1e999"))
+    code, out, err, path, target = _import(tmp_path, capsys, book)
+    lines = _one_error(code, out, err, target)
+    assert lines[0] == (f"error: {path}: Catalog!{cell} (acc_hbm_gb): holds a value no spreadsheet shows "
+                        "('1e999' is outside the numbers a spreadsheet can hold)")

@@ -17,8 +17,8 @@ import pytest
 
 from budget import __version__
 from budget.cli.app import main
-from budget.cli.output import (JOURNAL_NAME, LOCK_NAME, MANIFEST_NAME, PAUSE_AFTER_RENAMES,
-                           PAUSE_WHILE_STAGING, STAGING_PREFIX, Output, read_manifest, recover,
+from budget.cli.output import (JOURNAL_DIGEST_NAME, JOURNAL_NAME, LOCK_NAME, MANIFEST_NAME, PAUSE_AFTER_RENAMES,
+                           PAUSE_WHILE_STAGING, STAGING_PREFIX, Output, manifest_bytes, read_manifest, recover,
                            write_outputs)
 from support import ROOT, SEED_A100, SEED_H100
 
@@ -101,8 +101,9 @@ def _staging_dirs(out: Path) -> list[Path]:
 
 
 def _staged_files(out: Path) -> int:
+    """Outputs waiting in staging folders (the journal's digest file aside)."""
     try:
-        return sum(len(list(d.iterdir())) for d in _staging_dirs(out))
+        return sum(1 for d in _staging_dirs(out) for p in d.iterdir() if p.name != JOURNAL_DIGEST_NAME)
     except FileNotFoundError:   # a staging folder vanished while we looked
         return 0
 
@@ -389,3 +390,252 @@ def test_a_refused_workbook_tells_how_to_keep_the_edits_in_chinese(tmp_path, cap
     assert err == (f"错误：{out / STEM}.xlsx: trainbudget 写入之后已被修改\n"
                    f"  处理办法：请用 'trainbudget import {out / STEM}.xlsx -o SCENARIO.yaml' 把修改带回场景，"
                    "或加 --force 覆盖\n")
+
+
+# --- the folder's own files are untrusted input (issue 30) -----------------------------------
+
+A = [Output(Path(n), f"old {n}".encode()) for n in ("a.md", "b.md", "c.md")]
+B = [Output(Path(n), f"new {n}".encode()) for n in ("a.md", "b.md", "c.md")]
+
+
+def _crashed(out: Path, monkeypatch, force: bool = False) -> None:
+    """Set A written, then set B killed after its first move: the journal and the staged b.md
+    and c.md are left, as a SIGKILL between two renames leaves them (in-process: the third
+    os.replace fails; the first puts the journal in place)."""
+    import budget.cli.output as output
+
+    write_outputs(out, A)
+    real, calls = os.replace, []
+
+    def failing(src, dst):
+        calls.append(dst)
+        if len(calls) == 3:
+            raise OSError(5, "Input/output error")
+        real(src, dst)
+
+    monkeypatch.setattr(output.os, "replace", failing)
+    with pytest.raises(output.OutputError):
+        write_outputs(out, B, force=force)
+    monkeypatch.setattr(output.os, "replace", real)
+    assert (out / JOURNAL_NAME).is_file() and (out / "a.md").read_bytes() == b"new a.md"
+    assert (out / "b.md").read_bytes() == b"old b.md"
+
+
+def _state(folder: Path) -> dict:
+    """Every path under a folder, with its bytes or link target: to show nothing changed."""
+    out = {}
+    for p in sorted(folder.rglob("*")):
+        key = str(p.relative_to(folder))
+        out[key] = ("link", os.readlink(p)) if p.is_symlink() else \
+            ("dir",) if p.is_dir() else ("file", p.read_bytes()) if p.is_file() else ("other",)
+    return out
+
+
+def _journal(out: Path) -> dict:
+    return json.loads((out / JOURNAL_NAME).read_text(encoding="utf-8"))
+
+
+def _rewrite_journal(out: Path, journal: dict, digest: bool = True) -> None:
+    """A journal planted by someone who knows the format (its digest made to match)."""
+    import budget.cli.output as output
+    body = {k: v for k, v in journal.items() if k != "digest"}
+    sha = hashlib.sha256(output._json_bytes(body)).hexdigest() if digest else journal["digest"]
+    (out / JOURNAL_NAME).write_bytes(output._json_bytes({**body, "digest": sha}))
+
+
+def test_a_real_journal_completes_the_set_after_a_crash(tmp_path, monkeypatch):
+    out = tmp_path / "out"
+    _crashed(out, monkeypatch)
+    assert recover(out) is True
+    assert [(out / n).read_bytes() for n in ("a.md", "b.md", "c.md")] == [o.data for o in B]
+    _assert_matches_manifest(out, ["a.md", "b.md", "c.md"])
+    assert _leftovers(out) == []
+
+
+def test_recovery_never_overwrites_an_edit_made_after_the_crash(tmp_path, capsys, monkeypatch):
+    """A reviewer edits b.md between the crash and the next run: the journal's move would
+    overwrite it (it did, with exit 0): now the run stops, names the file, and changes nothing."""
+    out = tmp_path / "out"
+    _crashed(out, monkeypatch)
+    (out / "b.md").write_bytes(b"a reviewer's edit")
+    before = _state(out)
+    code, stdout, err = _run(capsys, SEED_H100, "-o", out)
+    assert code == 2 and stdout == ""
+    assert err.startswith(f"error: {out / 'b.md'}: changed since trainbudget wrote it, and an interrupted "
+                          "run's journal would replace it\n  fix: move it elsewhere to keep it")
+    assert err.count("error:") == 1
+    assert _state(out) == before
+    (out / "b.md").rename(tmp_path / "b.md.kept")      # the fix: move it away, run again
+    assert recover(out) is True and (out / "b.md").read_bytes() == b"new b.md"
+
+
+def test_a_forced_run_that_crashed_is_finished_while_its_files_are_unchanged(tmp_path, monkeypatch):
+    out = tmp_path / "out"
+    write_outputs(out, A)
+    (out / "b.md").write_bytes(b"edited, then --force")
+    import budget.cli.output as output
+    real, calls = os.replace, []
+
+    def failing(src, dst):
+        calls.append(dst)
+        if len(calls) == 3:
+            raise OSError(5, "Input/output error")
+        real(src, dst)
+
+    monkeypatch.setattr(output.os, "replace", failing)
+    with pytest.raises(output.OutputError):
+        write_outputs(out, B, force=True)
+    monkeypatch.setattr(output.os, "replace", real)
+    assert recover(out) is True and (out / "b.md").read_bytes() == b"new b.md"
+
+
+@pytest.mark.parametrize("staging", ["notes", "../outside", ".trainbudget-staging-x/..", "", 7])
+def test_a_planted_journal_cannot_remove_a_folder(tmp_path, capsys, staging):
+    """A crafted journal naming a folder of the user's as its staging folder made the next run
+    delete it: now the journal is refused, the folder and everything else untouched."""
+    out = tmp_path / "out"
+    write_outputs(out, A)
+    for folder in (out / "notes", tmp_path / "outside"):
+        folder.mkdir()
+        (folder / "keep.txt").write_text("mine", encoding="utf-8")
+    journal = {"format": 1, "staging": staging, "moves": [], "old": {"files": read_manifest(out)},
+               "new": {"files": read_manifest(out)}, "version": __version__, "forced": {}}
+    _rewrite_journal(out, {**journal, "digest": ""})
+    before, outside = _state(out), _state(tmp_path / "outside")
+    code, stdout, err = _run(capsys, SEED_H100, "-o", out)
+    assert code == 2 and stdout == ""
+    assert err.startswith(f"error: {out / JOURNAL_NAME}: cannot read the journal of an interrupted run (")
+    assert err.count("\n") == 2 and "fix: delete it and any" in err
+    assert _state(out) == before and _state(tmp_path / "outside") == outside
+
+
+def test_a_planted_journal_cannot_move_a_file_over_an_output(tmp_path, monkeypatch):
+    """A staging folder of the right name with a file in it, and a journal that moves it over
+    a.md: without the digest file the real run wrote, the journal is not this folder's."""
+    out = tmp_path / "out"
+    write_outputs(out, A)
+    staging = out / f"{STAGING_PREFIX}1-planted"
+    staging.mkdir()
+    (staging / "a.md").write_bytes(b"planted")
+    rec = {"sha256": hashlib.sha256(b"planted").hexdigest(), "size": 7}
+    manifest = read_manifest(out)
+    _rewrite_journal(out, {"format": 1, "staging": staging.name, "moves": ["a.md"], "old": {"files": manifest},
+                           "new": {"files": {**manifest, "a.md": rec}}, "version": __version__, "forced": {}})
+    before = _state(out)
+    import budget.cli.output as output
+    with pytest.raises(output.OutputError) as err:
+        recover(out)
+    assert "it was not written with the staging folder" in err.value.render()
+    assert _state(out) == before
+
+
+@pytest.mark.parametrize("tamper, says", [
+    ("digest", "its digest does not match its contents"),
+    ("extra-staged-file", "which the journal does not list"),
+    ("staged-file-changed", "the staged b.md does not match the journal"),
+    ("staged-link", "which the journal does not list"),
+    ("manifest-changed", "it does not belong to this folder's manifest"),
+    ("journal-is-a-link", "is not a regular file (a symbolic link)"),
+    ("journal-too-large", "the file is over 8,000,000 bytes"),
+    ("journal-not-json", "not valid JSON"),
+    ("hidden-move", "not a plain file name"),
+])
+def test_a_tampered_journal_is_one_error_and_nothing_changes(tmp_path, monkeypatch, tamper, says):
+    out = tmp_path / "out"
+    _crashed(out, monkeypatch)
+    journal = _journal(out)
+    staging = out / journal["staging"]
+    if tamper == "digest":
+        journal["version"] = "0"
+        _rewrite_journal(out, journal, digest=False)
+    elif tamper == "extra-staged-file":
+        (staging / "d.md").write_bytes(b"x")
+    elif tamper == "staged-file-changed":
+        (staging / "b.md").write_bytes(b"swapped")
+    elif tamper == "staged-link":
+        (staging / "e.md").symlink_to(tmp_path)
+    elif tamper == "manifest-changed":
+        (out / MANIFEST_NAME).write_bytes(manifest_bytes({}))
+    elif tamper == "journal-is-a-link":
+        (tmp_path / "j.json").write_bytes((out / JOURNAL_NAME).read_bytes())
+        (out / JOURNAL_NAME).unlink()
+        (out / JOURNAL_NAME).symlink_to(tmp_path / "j.json")
+    elif tamper == "journal-too-large":
+        (out / JOURNAL_NAME).write_bytes(b" " * 8_000_001)
+    elif tamper == "journal-not-json":
+        (out / JOURNAL_NAME).write_bytes(b"{")
+    elif tamper == "hidden-move":
+        journal["moves"] = [".trainbudget.lock"]
+        _rewrite_journal(out, journal)
+    before = _state(out)
+    import budget.cli.output as output
+    with pytest.raises(output.OutputError) as err:
+        recover(out)
+    assert says in err.value.render(), err.value.render()
+    assert _state(out) == before
+
+
+def test_a_dangling_lock_link_is_not_followed(tmp_path, capsys):
+    """A dangling .trainbudget.lock link made the run create a file where it pointed."""
+    out, target = tmp_path / "out", tmp_path / "elsewhere" / "created"
+    out.mkdir()
+    (tmp_path / "elsewhere").mkdir()
+    (out / LOCK_NAME).symlink_to(target)
+    code, stdout, err = _run(capsys, SEED_H100, "-o", out)
+    assert code == 2 and stdout == ""
+    assert err == (f"error: {out / LOCK_NAME}: is a symbolic link, where trainbudget keeps a file of its own\n"
+                   f"  fix: delete it ({out / LOCK_NAME}), then run again\n")
+    assert not target.exists() and sorted(p.name for p in out.iterdir()) == [LOCK_NAME]
+
+
+@pytest.mark.parametrize("name", [LOCK_NAME, MANIFEST_NAME])
+def test_a_fifo_or_folder_in_place_of_the_folders_own_files_is_refused(tmp_path, capsys, name):
+    out = tmp_path / "out"
+    out.mkdir()
+    os.mkfifo(out / name)
+    signal.alarm(60)        # opening or reading a FIFO would wait for a writer
+    try:
+        code, _, err = _run(capsys, SEED_H100, "-o", out)
+    finally:
+        signal.alarm(0)
+    assert code == 2 and err.startswith(f"error: {out / name}: ") and "named pipe" in err
+    assert sorted(p.name for p in out.iterdir()) == sorted({name, LOCK_NAME})
+
+
+def test_a_link_left_at_a_temp_name_is_not_written_through(tmp_path):
+    out = tmp_path / "out"
+    write_outputs(out, A)
+    victim = tmp_path / "victim.txt"
+    victim.write_text("keep", encoding="utf-8")
+    (out / (MANIFEST_NAME + ".tmp")).symlink_to(victim)
+    write_outputs(out, B)
+    assert victim.read_text(encoding="utf-8") == "keep"
+    _assert_matches_manifest(out, ["a.md", "b.md", "c.md"])
+
+
+def test_a_fifo_in_place_of_an_output_is_refused_without_hanging(tmp_path):
+    import budget.cli.output as output
+    out = tmp_path / "out"
+    write_outputs(out, A)
+    (out / "b.md").unlink()
+    os.mkfifo(out / "b.md")
+    signal.alarm(60)
+    try:
+        with pytest.raises(output.OutputError) as err:
+            write_outputs(out, B)
+        assert "b.md: changed since trainbudget wrote it" in err.value.render()
+        write_outputs(out, B, force=True)
+    finally:
+        signal.alarm(0)
+    assert (out / "b.md").read_bytes() == b"new b.md"
+
+
+@pytest.mark.parametrize("name", [".hidden.yaml", "..yaml"])
+def test_a_scenario_named_like_a_hidden_file_is_refused(tmp_path, capsys, name):
+    path = tmp_path / name
+    path.write_text(SEED_H100.read_text(encoding="utf-8"), encoding="utf-8")
+    code, stdout, err = _run(capsys, path, "-o", tmp_path / "out")
+    assert code == 2 and stdout == ""
+    assert err == (f"error: {path}: the file name starts with '.', so the outputs named after it would be "
+                   "hidden files\n  fix: rename the file: give it a name that does not start with '.'\n")
+    assert not (tmp_path / "out").exists()

@@ -422,6 +422,34 @@ def test_the_levers_that_do_not_fit_say_so(catalog):
         "no larger accelerator of the catalog fits at 256 GPUs")
 
 
+@pytest.mark.parametrize("rate", [0.1, 0.3])
+def test_a_way_out_whose_plan_would_be_refused_is_not_offered(catalog, rate):
+    """Issue 30: GPT-3 175B on 8 GPUs with an interruption every 10 GPU-hours: 48 GPUs fit in
+    memory, but there interruptions outpace the training, and its plan came with a negative total
+    (-5.7 million USD). A way out is offered only if the planner accepts its plan."""
+    data = _scenario("gpt3-175b", 8, **{"reliability.interruption_rate_per_gpu_hour": rate})
+    problem = _refusal(catalog, data)
+    assert problem.how.key == "plan.problems.no_layout_at_count.fix_none"
+    assert problem.fix.startswith("none of the ways out fits: 48 GPUs fits in memory, but its plan would "
+                                  "itself be refused (interruptions would outpace the training)"), problem.fix
+    assert not re.search(r"total -|−", problem.fix)
+    with pytest.raises(ScenarioError, match="never"):
+        plan_of(with_changes(data, {"hardware.gpu_count": 48}), catalog)
+
+
+@pytest.mark.parametrize("rate", [1e-3, 1e-2, 3e-2])
+def test_every_way_out_offered_plans_with_positive_figures(catalog, rate):
+    """Each way offered, taken (the key and value it names), is a plan the planner accepts, with
+    the total and days the way out said, all positive."""
+    data = _scenario("gpt3-175b", 8, **{"reliability.interruption_rate_per_gpu_hour": rate})
+    for way in _ways(_refusal(catalog, data)):
+        if way.key != "plan.ways_out.more_gpus":
+            continue
+        plan = plan_of(with_changes(data, {"hardware.gpu_count": way.figures["gpus"]}), catalog)
+        assert plan.total_cost == pytest.approx(way.figures["total"], rel=1e-9) and plan.total_cost > 0
+        assert plan.train_days == pytest.approx(way.figures["days"], rel=1e-9) and plan.train_days > 0
+
+
 # GPT-3 175B pinned to TP 8 × PP 1 without ZeRO or recomputation: 360 GB a GPU at any count.
 PINNED_175B = {"tp": 8, "pp": 1, "zero_stage": 0, "recompute": "none", "micro_batch_size": 1}
 

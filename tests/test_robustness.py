@@ -517,3 +517,28 @@ def test_a_sample_of_built_mutants_recalculates_without_error_cells(catalog, tmp
         for name in ("total_cost", "train_days"):
             got = values[names[name]]
             assert relative_difference(got, plan.values[name]) <= 1e-9, (path.name, name, got)
+
+
+def test_the_readme_states_the_bounds_the_code_holds():
+    """Issue 30: one statement of the bounds (budget/core/limits.py), which the README repeats;
+    the planner's message prints the same century (the README said 300 years)."""
+    from budget.core import limits
+    from budget.core.i18n import fmt
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
+    assert f"a project over {limits.MAX_PROJECT_YEARS} years" in readme
+    assert f"start\n  dates {limits.EARLIEST_START} to {limits.LATEST_START}" in readme
+    assert "At most 1 MB and 50 levels of nesting" in readme and limits.MAX_YAML_BYTES == 1_000_000 \
+        and limits.MAX_YAML_DEPTH == 50
+    assert limits.MAX_HF_CONFIG_BYTES == 1_000_000 and limits.MAX_JSON_DEPTH == 50
+    assert "regular file of at most 1 MB, nested at most 50 levels" in readme
+    for figure, text in ((limits.MAX_WORKBOOK_BYTES, "At most 50 MB"), (limits.MAX_WORKBOOK_ENTRIES, "10,000 parts"),
+                         (limits.MAX_WORKBOOK_UNCOMPRESSED, "1 GB unpacked"), (limits.MAX_COMPRESSION_RATIO, "100 times"),
+                         (limits.MAX_META_PART_BYTES, "(8 MB\n  each)"), (limits.MAX_STRINGS_BYTES, "shared strings (8 MB)"),
+                         (limits.MAX_PART_BYTES, "(16 MB each"), (limits.MAX_NAME_CELLS, "100,000 cells"),
+                         (limits.MAX_IMPORT_SECONDS, "stops at 10 s")):
+        number = int(figure)
+        shown = (f"{number // 1_000_000_000} GB" if number >= 1_000_000_000 else f"{number // 1_000_000} MB"
+                 if number >= 1_000_000 else f"{number:,}" if number >= 1000 else f"{number}")
+        assert shown in text and text in readme, (figure, text)
+    message = fmt("plan.problems.too_long.message", "en", years=150, limit=limits.MAX_PROJECT_YEARS)
+    assert message.endswith(f"over the {limits.MAX_PROJECT_YEARS} a workbook can show")

@@ -194,6 +194,67 @@ def test_hf_config_problems_name_file_and_field(catalog, tmp_path, text, says):
     assert fix
 
 
+LLAMA_KEYS = ('{"architectures": ["LlamaForCausalLM"], "num_hidden_layers": 32, "hidden_size": 4096, '
+              '"num_attention_heads": 32, "intermediate_size": 14336, "vocab_size": 128256')
+
+
+@pytest.mark.parametrize("text, says", [
+    (LLAMA_KEYS.replace('"num_attention_heads": 32', '"num_attention_heads": 0') + "}",
+     "config.json: num_attention_heads is 0; a model dimension is at least 1"),
+    (LLAMA_KEYS.replace('"num_hidden_layers": 32', '"num_hidden_layers": 0') + "}",
+     "config.json: num_hidden_layers is 0; a model dimension is at least 1"),
+    (LLAMA_KEYS + ', "num_key_value_heads": 0}', "config.json: num_key_value_heads is 0"),
+    (LLAMA_KEYS.replace('"vocab_size": 128256', '"vocab_size": -5') + "}", "config.json: vocab_size is -5, not a whole"),
+    ('{"a": ' + "[" * 100_000 + "]" * 100_000 + "}", "config.json nests more than 50 levels deep"),
+    ('{"a": "' + "x" * 1_000_001 + '"}', "config.json ("),
+])
+def test_hf_config_bounds_name_the_key(catalog, tmp_path, text, says):
+    """Issue 30: 0 heads or layers (a ZeroDivisionError before), JSON nested 100k deep (a
+    RecursionError), an oversized file: one problem on model.hf_config naming the key."""
+    path, message, fix = _hf_problem(catalog, tmp_path, text)
+    assert path == "model.hf_config" and message.startswith(says), message
+    assert fix
+
+
+@pytest.mark.parametrize("kind", ["dev-zero", "link-to-dev-zero", "link-to-urandom", "fifo", "folder"])
+def test_hf_config_reads_regular_files_only(catalog, tmp_path, kind):
+    """/dev/zero, /dev/urandom (or a link to them) grew memory without bound, a FIFO hung: each is
+    refused before a byte is read, the path as resolved from the scenario's folder said."""
+    import os
+    import signal
+
+    target = tmp_path / "config.json"
+    if kind == "dev-zero":
+        given = "/dev/zero"
+    else:
+        given = "config.json"
+        if kind == "fifo":
+            os.mkfifo(target)
+        elif kind == "folder":
+            target.mkdir()
+        else:
+            target.symlink_to("/dev/zero" if kind == "link-to-dev-zero" else "/dev/urandom")
+    signal.alarm(20)      # a FIFO read would block for ever
+    try:
+        path, message, _ = _hf_problem(catalog, tmp_path, None, hf_config=given)
+    finally:
+        signal.alarm(0)
+    shown = "/dev/zero" if kind == "dev-zero" else str(target)
+    assert path == "model.hf_config"
+    assert message.startswith(f"{given} ({shown}) is not a regular file ("), message
+
+
+def test_hf_config_is_read_relative_to_the_scenario(catalog, tmp_path, monkeypatch):
+    """A scenario in another folder reads its config.json beside it, whatever the working folder."""
+    folder = tmp_path / "project"
+    folder.mkdir()
+    (folder / "config.json").write_text((HF / "llama3.1-8b.json").read_text(encoding="utf-8"), encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    data = with_changes(raw(SEED_H100), {"model": {"hf_config": "config.json", "seq_len": 8192}, "parallelism": {}})
+    s = parse_scenario(data, Path("project") / "s.yaml", catalog)
+    assert s.model.hf_shape["layers"] == (32, "num_hidden_layers")
+
+
 def test_hf_config_needs_the_training_seq_len(catalog):
     from budget.core.errors import ScenarioError
     data = with_changes(raw(SEED_H100), {"model": {"hf_config": "llama3.1-8b.json"}, "parallelism": {}})

@@ -24,6 +24,8 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import os
+import re
 import sys
 import tempfile
 from dataclasses import dataclass
@@ -33,6 +35,7 @@ from typing import TYPE_CHECKING
 from .. import __version__
 from ..core.errors import InputError, Msg, Problem, ScenarioError
 from ..core.i18n import DEFAULT_LANG, fmt
+from ..core.limits import MAX_YAML_BYTES
 from ..inputs.catalog import data_dir, load_catalog
 from .common import (EXIT_BAD_INPUT, EXIT_FAILURE, EXIT_OK, _help, _print_error, add_lang_argument,  # noqa: F401
                      fewer_collections, print_warnings, render, requested_lang, terminal_safe, write_reporting)
@@ -70,6 +73,7 @@ def import_parser(lang: str = DEFAULT_LANG) -> argparse.ArgumentParser:
     p.add_argument("workbook", type=Path, metavar="BOOK.xlsx")
     p.add_argument("-o", "--output", type=Path, metavar="SCENARIO.yaml",
                    help=_help("cli.import.output", lang))
+    p.add_argument("-f", "--force", action="store_true", help=_help("cli.import.force", lang))
     add_lang_argument(p, lang, "cli.import.lang")
     return p
 
@@ -89,6 +93,11 @@ def import_main(argv: list[str]) -> int:
     if args.output is None:
         _write_file_text(imported.text)
         return EXIT_OK
+    if not args.force and os.path.lexists(args.output) and not os.path.isdir(args.output):
+        _print_error(InputError(args.output, [Problem(
+            "", Msg("errors.import.exists.message", lost=what_would_be_lost(args.output, imported.data)),
+            Msg("errors.import.exists.fix"))]), lang)
+        return EXIT_BAD_INPUT
     try:
         write_text_atomically(args.output, imported.text)
     except OSError as err:
@@ -98,6 +107,47 @@ def import_main(argv: list[str]) -> int:
         return EXIT_BAD_INPUT
     print(fmt("cli.wrote", lang, file=args.output))
     return EXIT_OK
+
+
+def what_would_be_lost(path: Path, data: dict):
+    """What an existing file holds that a scenario made of `data` would not: its comment lines
+    and the values that differ (a few named), or its size when it is not a scenario."""
+    from ..core.errors import both, load_yaml
+
+    from ..core.reading import ReadRefused, read_regular
+
+    try:
+        text = read_regular(path, MAX_YAML_BYTES).decode("utf-8")
+        old = load_yaml(path, InputError)
+    except (OSError, UnicodeDecodeError, InputError, ReadRefused):
+        text = old = None
+    if not isinstance(old, dict):
+        size = os.path.getsize(path) if os.path.isfile(path) else 0
+        return Msg("errors.import.exists.text", size=size)
+    lost = []
+    comments = sum(1 for line in text.splitlines() if re.search(r"(^|\s)#", line))
+    if comments:
+        lost.append(Msg("errors.import.exists.comments", count=comments))
+    new = dict(_leaves(data))
+    changed = [key for key, value in _leaves(old) if new.get(key, _MISSING) != value]
+    if changed:
+        paths = ", ".join(changed[:5]) + (", …" if len(changed) > 5 else "")     # i18n: not text
+        lost.append(Msg("errors.import.exists.values", count=len(changed), paths=paths))
+    if not lost:
+        return Msg("errors.import.exists.nothing")
+    return lost[0] if len(lost) == 1 else both(*lost)
+
+
+_MISSING = object()
+
+
+def _leaves(node, prefix: str = ""):
+    """(dotted path, value) of every value under a mapping (a list is one value)."""
+    if isinstance(node, dict):
+        for key, value in node.items():
+            yield from _leaves(value, f"{prefix}.{key}" if prefix else str(key))
+    else:
+        yield prefix, node
 
 
 def _write_file_text(text: str) -> None:

@@ -25,6 +25,18 @@ between two renames, the set on disk is mixed until the next run, which finds th
 (the complete new set). If the staged files are gone, it rewrites the manifest from what is on
 disk, keeping a record only for files whose digest matches the old or the new record.
 
+**The folder's own files are untrusted input** (a shared drive, a received package): the lock,
+the manifest and the journal must be regular files, never links (the lock is opened with
+O_NOFOLLOW, so a dangling link is not followed out of the folder), within the size caps of
+budget/core/limits.py. A journal is applied only when everything in it checks out, before
+anything is changed: its digest matches its contents and the digest file its run wrote into its
+staging folder (`.trainbudget-journal-sha256`: the journal belongs to that folder), the staging
+folder's name is one this module makes and it holds only regular files the journal lists, each
+staged file matches its new record, the manifest on disk is the journal's old or new one, and
+every file a move would replace is absent or still what the manifest records (the no-clobber
+comparison of a normal run: a reviewer's edit made after a crash is never overwritten). Anything
+else is one OutputError saying what to delete, with nothing changed.
+
 SIGTERM and SIGINT are handled only while writing (the previous handlers are restored after):
 while staging, the staged files are removed and `Interrupted` is raised; once the journal is
 written, the signal is held until the set and its manifest are complete, then `Interrupted` is
@@ -46,8 +58,10 @@ import fcntl
 import hashlib
 import json
 import os
+import re
 import shutil
 import signal
+import stat
 import tempfile
 import threading
 import time
@@ -55,13 +69,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .. import __version__
+from ..core import limits
 from ..core.errors import InputError, Msg, Problem
 from ..core.i18n import DEFAULT_LANG
+from ..core.reading import ReadRefused, load_json, read_regular
 
 LOCK_NAME = ".trainbudget.lock"
 MANIFEST_NAME = ".trainbudget-manifest.json"
 JOURNAL_NAME = ".trainbudget-journal.json"
 STAGING_PREFIX = ".trainbudget-staging-"
+JOURNAL_DIGEST_NAME = ".trainbudget-journal-sha256"     # inside the staging folder
+_STAGING_NAME = re.compile(re.escape(STAGING_PREFIX) + r"[0-9]+-[A-Za-z0-9_]+")
 MANIFEST_FORMAT = 1
 PAUSE_WHILE_STAGING = "TRAINBUDGET_TEST_PAUSE_WHILE_STAGING"
 PAUSE_AFTER_RENAMES = "TRAINBUDGET_TEST_PAUSE_AFTER_RENAMES"
@@ -140,7 +158,8 @@ def write_outputs(outdir: Path, outputs: list[Output], *, force: bool = False,
             new[name] = _record(out.data)
         new = {name: rec for name, rec in new.items()
                if name in names or os.path.lexists(outdir / name)}
-        _write_set(outdir, list(zip(names, (out.data for out in outputs))), old, new, version)
+        forced = {name: _digest_record(outdir / name) for name in overwritten}
+        _write_set(outdir, list(zip(names, (out.data for out in outputs))), old, new, version, forced)
     return Written([outdir / name for name in names], [outdir / n for n in overwritten])
 
 
@@ -149,43 +168,149 @@ def recover(outdir: Path) -> bool:
 
     Re-applies the journal's moves whose staged files still exist, then writes the manifest
     from what is on disk: each moved file keeps the new record if its digest matches it, else
-    the old record if that matches, else no record. Call it only while holding the lock."""
+    the old record if that matches, else no record. Everything is checked first (see the module
+    docstring): an unexpected journal, staging folder or file in the way is an OutputError and
+    nothing is changed. Call it only while holding the lock."""
     outdir = Path(outdir)
     journal_path = outdir / JOURNAL_NAME
-    if not journal_path.exists():
+    if not os.path.lexists(journal_path):
         return False
-    try:
-        journal = json.loads(journal_path.read_text(encoding="utf-8"))
-        staging = outdir / _plain(journal["staging"])
-        moves = [_plain(name) for name in journal["moves"]]
-        old, new = _files(journal["old"]), _files(journal["new"])
-        version = str(journal["version"])
-    except (OSError, ValueError, KeyError, TypeError) as exc:
-        raise OutputError(journal_path, [Problem(
-            "", Msg("errors.output.journal.message", detail=_detail(exc)),
-            Msg("errors.output.journal.fix", staging=f"{STAGING_PREFIX}*"))]) from None
-    for name in moves:
-        if (staging / name).is_file():
-            os.replace(staging / name, outdir / name)
+    journal = _read_journal(outdir)
+    staging = outdir / journal.staging
+    manifest = read_manifest(outdir)
+    if manifest not in (journal.old, journal.new):
+        raise _journal_error(outdir, Msg("errors.output.journal.not_this_manifest"), journal.staging)
+    pending = _pending_moves(outdir, journal, manifest)
+    for name in pending:
+        os.replace(staging / name, outdir / name)
     _fsync_dir(outdir)
     records = {}
-    for name, rec in new.items():
-        path = outdir / name
-        if not path.is_file() or path.is_symlink():
+    for name, rec in journal.new.items():
+        on_disk = _digest_record(outdir / name)
+        if on_disk is None:
             continue
-        if name not in moves:
-            records[name] = rec
-            continue
-        on_disk = _record(path.read_bytes())
         if on_disk == rec:
             records[name] = rec
-        elif old.get(name) == on_disk:
-            records[name] = old[name]
-    _write_atomically(outdir / MANIFEST_NAME, _manifest_bytes(records, version), outdir)
-    shutil.rmtree(staging, ignore_errors=True)
+        elif on_disk == manifest.get(name):
+            records[name] = manifest[name]
+        elif on_disk == journal.old.get(name):
+            records[name] = journal.old[name]
+    _write_atomically(outdir / MANIFEST_NAME, _manifest_bytes(records, journal.version), outdir)
+    if os.path.lexists(staging):
+        shutil.rmtree(staging)
     journal_path.unlink()
     _fsync_dir(outdir)
     return True
+
+
+@dataclass
+class _Journal:
+    staging: str
+    moves: list[str]
+    old: dict
+    new: dict
+    version: str
+    digest: str
+    forced: dict
+
+
+def _journal_body(staging: str, moves: list[str], old: dict, new: dict, version: str,
+                  forced: dict) -> dict:
+    """`forced`: the files --force let the run replace, each with its record as the run saw it
+    (None: not a regular file), so that recovery replaces them only while they are unchanged."""
+    return {"format": MANIFEST_FORMAT, "staging": staging, "moves": moves, "old": {"files": old},
+            "new": {"files": new}, "version": version, "forced": forced}
+
+
+def _digest(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def _journal_error(outdir: Path, detail, staging: str = f"{STAGING_PREFIX}*") -> OutputError:
+    return OutputError(outdir / JOURNAL_NAME, [Problem(
+        "", Msg("errors.output.journal.message", detail=detail),
+        Msg("errors.output.journal.fix", staging=staging))])
+
+
+def _read_journal(outdir: Path) -> _Journal:
+    """The journal, checked in itself: a regular file within its cap, JSON of the shape this
+    module writes, names it would write, and a digest that matches its contents."""
+    try:
+        data = load_json(read_regular(outdir / JOURNAL_NAME, limits.MAX_JOURNAL_BYTES, follow_links=False))
+        body = {key: data[key] for key in ("format", "staging", "moves", "old", "new", "version", "forced")}
+        digest = data["digest"]
+        if body["format"] != MANIFEST_FORMAT or not isinstance(body["version"], str) \
+                or not isinstance(digest, str):
+            raise ValueError(Msg("errors.output.journal.not_ours"))
+        staging = body["staging"]
+        if not isinstance(staging, str) or not _STAGING_NAME.fullmatch(staging):
+            raise ValueError(Msg("errors.output.journal.bad_staging", name=repr(staging)[:80]))
+        moves = body["moves"]
+        if not isinstance(moves, list):
+            raise ValueError(Msg("errors.output.journal.not_ours"))
+        moves = [_plain(name) for name in moves]
+        old, new = _files(body["old"]), _files(body["new"])
+        forced = body["forced"]
+        if not isinstance(forced, dict) or any(name not in moves for name in forced):
+            raise ValueError(Msg("errors.output.journal.not_ours"))
+        forced = {name: None if rec is None else _files({"files": {name: rec}})[name]
+                  for name, rec in forced.items()}
+        if len(set(moves)) != len(moves) or any(name not in new for name in moves):
+            raise ValueError(Msg("errors.output.journal.not_ours"))
+        if _digest(_json_bytes(body)) != digest:
+            raise ValueError(Msg("errors.output.journal.digest"))
+    except ReadRefused as exc:
+        raise _journal_error(outdir, exc.message) from None
+    except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
+        raise _journal_error(outdir, _detail(exc)) from None
+    return _Journal(staging, moves, old, new, body["version"], digest, forced)
+
+
+def _pending_moves(outdir: Path, journal: _Journal, manifest: dict) -> list[str]:
+    """The moves still to do, each checked: the staging folder is the journal's (its digest
+    file), holds only regular files the journal lists, each matching its new record, and every
+    file a move replaces is absent or what the manifest records. Raises before any change."""
+    staging = outdir / journal.staging
+    try:
+        mode = os.lstat(staging).st_mode
+    except FileNotFoundError:
+        return []       # the staged files are gone: only the manifest is rewritten
+    if not stat.S_ISDIR(mode):
+        raise _journal_error(outdir, Msg("errors.output.journal.staging_not_folder", name=journal.staging),
+                             journal.staging)
+    try:
+        tie = read_regular(staging / JOURNAL_DIGEST_NAME, 256, follow_links=False).decode("ascii", "replace")
+    except (OSError, ReadRefused):
+        tie = None
+    if tie != journal.digest:
+        raise _journal_error(outdir, Msg("errors.output.journal.not_tied", name=journal.staging), journal.staging)
+    pending, refused = [], []
+    for entry in sorted(os.listdir(staging)):
+        if entry == JOURNAL_DIGEST_NAME:
+            continue
+        path = staging / entry
+        if entry not in journal.moves or not stat.S_ISREG(os.lstat(path).st_mode):
+            raise _journal_error(outdir, Msg("errors.output.journal.stranger", name=entry[:200],
+                                             staging=journal.staging), journal.staging)
+        if _digest_record(path) != journal.new[entry]:
+            raise _journal_error(outdir, Msg("errors.output.journal.staged_changed", name=entry[:200]),
+                                 journal.staging)
+        target = outdir / entry
+        if os.path.isdir(target) and not os.path.islink(target):
+            raise OutputError(target, [Problem(
+                "", Msg("errors.output.folder_in_the_way.message"), Msg("errors.output.folder_in_the_way.fix"))])
+        on_disk = _digest_record(target) if os.path.lexists(target) else "absent"
+        untouched = on_disk is not None and on_disk == manifest.get(entry)
+        forced = entry in journal.forced and on_disk == journal.forced[entry]
+        if on_disk != "absent" and not untouched and not forced:
+            refused.append(OutputError(target, [Problem(
+                "", Msg("errors.output.recover_changed.message"),
+                Msg("errors.output.recover_changed.fix", journal=str(outdir / JOURNAL_NAME),
+                    staging=str(staging)))]))
+        pending.append(entry)
+    if refused:
+        raise refused[0] if len(refused) == 1 else OutputsRefused(refused)
+    return [name for name in journal.moves if name in pending]
 
 
 def read_manifest(outdir: Path, strict: bool = True) -> dict[str, dict]:
@@ -193,10 +318,16 @@ def read_manifest(outdir: Path, strict: bool = True) -> dict[str, dict]:
     An unreadable manifest is an OutputError when `strict`, else treated as empty."""
     path = Path(outdir) / MANIFEST_NAME
     try:
-        return _files(json.loads(path.read_text(encoding="utf-8")))
+        return _files(load_json(read_regular(path, limits.MAX_MANIFEST_BYTES, follow_links=False)))
     except FileNotFoundError:
         return {}
-    except (OSError, ValueError, KeyError, TypeError) as exc:
+    except ReadRefused as exc:
+        if not strict:
+            return {}
+        raise OutputError(path, [Problem(
+            "", Msg("errors.output.manifest.message", detail=exc.message),
+            Msg("errors.output.manifest.fix"))]) from None
+    except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
         if not strict:
             return {}
         raise OutputError(path, [Problem(
@@ -237,10 +368,20 @@ class _locked:
         self.fd = -1
 
     def __enter__(self):
+        path = self.outdir / LOCK_NAME
         try:
-            self.fd = os.open(self.outdir / LOCK_NAME, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o666)
+            # never through a link (a dangling one would create a file where it points), never
+            # blocking on a FIFO
+            self.fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW | os.O_NONBLOCK,
+                              0o666)
         except OSError as exc:
+            if exc.errno == errno.ELOOP or os.path.islink(path):
+                raise _own_file_error(path, os.lstat(path).st_mode) from None
             raise _unusable(self.outdir, exc) from None
+        mode = os.fstat(self.fd).st_mode
+        if not stat.S_ISREG(mode):
+            os.close(self.fd)
+            raise _own_file_error(path, mode)
         try:
             fcntl.flock(self.fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError as exc:
@@ -256,10 +397,19 @@ class _locked:
         return False
 
 
+def _own_file_error(path: Path, mode: int) -> OutputError:
+    """One of the folder's own names holds something trainbudget does not write there."""
+    kind = ("link" if stat.S_ISLNK(mode) else "folder" if stat.S_ISDIR(mode) else "fifo" if stat.S_ISFIFO(mode)
+            else "device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode) else "socket" if stat.S_ISSOCK(mode)
+            else "other")
+    return OutputError(path, [Problem("", Msg("errors.output.own_file.message", kind=Msg(f"errors.read.kind.{kind}")),
+                                      Msg("errors.output.own_file.fix", path=str(path)))])
+
+
 def _remove_stale(outdir: Path) -> None:
     """Staging folders and temp files of killed runs (we hold the lock: none is in use)."""
     for entry in outdir.iterdir():
-        if entry.name.startswith(STAGING_PREFIX) and entry.is_dir() and not entry.is_symlink():
+        if _STAGING_NAME.fullmatch(entry.name) and entry.is_dir() and not entry.is_symlink():
             shutil.rmtree(entry, ignore_errors=True)
         elif entry.name.startswith(".trainbudget-") and entry.name.endswith(".tmp"):
             entry.unlink(missing_ok=True)
@@ -277,7 +427,7 @@ def _check_clobber(outdir: Path, names: list[str], old: dict, force: bool) -> li
                 "", Msg("errors.output.folder_in_the_way.message"), Msg("errors.output.folder_in_the_way.fix"))]))
             continue
         record = old.get(name)
-        if record is not None and not path.is_symlink() and _record(path.read_bytes()) == record:
+        if record is not None and _digest_record(path) == record:
             continue   # untouched since we wrote it: replace silently
         if force:
             overwritten.append(name)
@@ -303,7 +453,7 @@ def _detail(exc: Exception):
 
 
 def _write_set(outdir: Path, files: list[tuple[str, bytes]], old: dict, new: dict,
-               version: str) -> None:
+               version: str, forced: dict | None = None) -> None:
     signals = _Signals()
     signals.install()
     staging = None
@@ -314,11 +464,11 @@ def _write_set(outdir: Path, files: list[tuple[str, bytes]], old: dict, new: dic
                 _write_file(staging / name, data)
                 if i == 0:
                     _test_pause(PAUSE_WHILE_STAGING)
+            body = _journal_body(staging.name, [name for name, _ in files], old, new, version, forced or {})
+            digest = _digest(_json_bytes(body))
+            _write_file(staging / JOURNAL_DIGEST_NAME, digest.encode("ascii"))
             _fsync_dir(staging)
-            journal = {"format": MANIFEST_FORMAT, "staging": staging.name,
-                       "moves": [name for name, _ in files], "old": {"files": old},
-                       "new": {"files": new}, "version": version}
-            _write_atomically(outdir / JOURNAL_NAME, _json_bytes(journal), outdir)
+            _write_atomically(outdir / JOURNAL_NAME, _json_bytes({**body, "digest": digest}), outdir)
             # The journal is on disk: from here the set is finished, now or by the next run.
             signals.hold()
         except BaseException as exc:
@@ -386,9 +536,33 @@ def _record(data: bytes) -> dict:
     return {"sha256": hashlib.sha256(data).hexdigest(), "size": len(data)}
 
 
+def _digest_record(path: Path) -> dict | None:
+    """The record of a regular file, read without following a link or blocking on a FIFO;
+    None when it is anything else (or unreadable): it is then no file of ours."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError:
+        return None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        h, size = hashlib.sha256(), 0
+        while chunk := os.read(fd, 1 << 20):
+            h.update(chunk)
+            size += len(chunk)
+        return {"sha256": h.hexdigest(), "size": size}
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+
+
 def _write_file(path: Path, data: bytes) -> None:
-    """Write and fsync; the mode is what a plain open() gives (0o666 less the umask)."""
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o666)
+    """Write and fsync a new file (a name left by a killed run is removed first; a link there
+    is removed, never followed); the mode is what a plain open() gives (0o666 less the umask)."""
+    if os.path.lexists(path):
+        os.unlink(path)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o666)
     try:
         view = memoryview(data)
         while view:
@@ -430,14 +604,17 @@ def _files(manifest) -> dict[str, dict]:
     out = {}
     for name, rec in files.items():
         digest, size = rec["sha256"], rec["size"]
-        if not isinstance(digest, str) or len(digest) != 64 or not isinstance(size, int):
+        if not isinstance(digest, str) or not re.fullmatch(r"[0-9a-f]{64}", digest) \
+                or not isinstance(size, int) or isinstance(size, bool) or size < 0:
             raise ValueError(Msg("errors.output.manifest.bad_record", name=repr(name)))
         out[_plain(name)] = {"sha256": digest, "size": size}
     return out
 
 
 def _plain(name) -> str:
-    if not isinstance(name, str) or not name or name != Path(name).name or name in {".", ".."}:
+    """An output's name: a plain file name, never hidden (the folder's own files are)."""
+    if not isinstance(name, str) or not name or name != Path(name).name or name.startswith(".") \
+            or "\x00" in name:
         raise ValueError(Msg("errors.output.manifest.not_plain", name=repr(name)))
     return name
 

@@ -17,6 +17,7 @@ from pydantic import BaseModel, ValidationError
 from pydantic_core import PydanticCustomError
 
 from .i18n import DEFAULT_LANG, fmt
+from .limits import MAX_YAML_BYTES, MAX_YAML_DEPTH  # noqa: F401 (catalog.py imports them from here)
 
 
 class Msg:
@@ -231,10 +232,6 @@ def rule_error(message, fix=None, field: str | None = None, *, got: bool = False
 
 # --- YAML -------------------------------------------------------------------------------
 
-MAX_YAML_BYTES = 1_000_000      # a scenario is a few kilobytes; a catalog, a few tens
-MAX_YAML_DEPTH = 50             # a scenario nests three levels; PyYAML composes recursively
-
-
 class _TooDeep(yaml.composer.ComposerError):
     pass
 
@@ -310,12 +307,15 @@ def _line_column(line: int, column: int) -> Msg:
 
 
 def load_yaml(path: Path, error: type[InputError]) -> object:
+    from .reading import ReadRefused, read_regular
     try:
-        with open(path, "rb") as fh:
-            raw = fh.read(MAX_YAML_BYTES + 1)
-        if len(raw) > MAX_YAML_BYTES:
-            raise error(path, [Problem("", Msg("errors.file.too_large.message", limit=MAX_YAML_BYTES),
-                                       Msg("errors.file.too_large.fix"))])
+        try:
+            raw = read_regular(path, MAX_YAML_BYTES)
+        except ReadRefused as exc:
+            if exc.message.key == "errors.read.too_large.message":
+                raise error(path, [Problem("", Msg("errors.file.too_large.message", limit=MAX_YAML_BYTES),
+                                           Msg("errors.file.too_large.fix"))]) from None
+            raise error(path, [Problem("", exc.message, exc.fix)]) from None
         text = raw.decode("utf-8").replace("\r\n", "\n").replace("\r", "\n")
     except FileNotFoundError:
         raise error(path, [Problem("", Msg("errors.file.not_found.message"),

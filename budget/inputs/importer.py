@@ -16,6 +16,7 @@ comments of the scenario it writes.
 from __future__ import annotations
 
 import datetime as dt
+import math
 import re
 import string
 from dataclasses import dataclass, field
@@ -23,7 +24,9 @@ from pathlib import Path
 
 import yaml
 
+from ..core import limits
 from ..core.dates import excel_serial
+from ..core.reading import ReadRefused
 from .bind import CODECS, _in_sentence, unbind
 from .catalog import FIGURES, Catalog
 from ..core.errors import InputError, Msg, Problem
@@ -31,6 +34,7 @@ from ..core.i18n import DEFAULT_LANG, catalog as messages, fmt, languages, text
 from ..model.lineitems import InputDef, Model
 from ..model.model import ACCELERATOR_TABLE, FX_TABLE, SEARCH_INPUTS, build_model
 from .options import parse_scenario
+from .workbook_reader import Box, Unreadable, XlsxReader, column_letters, parse_cell
 
 # The dense FP8 and FP4 peaks: blank where not published, a figure a reviewer may type
 PEAK_COLUMNS = ("peak_fp8_tflops", "peak_fp4_tflops")
@@ -106,40 +110,151 @@ def _template_pattern(template: str, **fixed: str) -> re.Pattern:
     return re.compile("".join(out), re.S)
 
 
+_AREA = re.compile(r"(?:'((?:[^']|'')+)'|([^'!:,;\s\[\]()\"=+*/<>&^-][^'!:,;\s\[\]()\"=+*/<>&^]*))!"
+                   r"(\$?[A-Za-z]{1,3}\$?[0-9]{1,7})(?::(\$?[A-Za-z]{1,3}\$?[0-9]{1,7}))?")
+_WHOLE = re.compile(r"(?:'(?:[^']|'')+'|[^'!]+)!\$?([A-Za-z]{1,3}|[0-9]{1,7}):\$?([A-Za-z]{1,3}|[0-9]{1,7})")
+
+
+@dataclass(frozen=True)
+class _Area:
+    sheet: str
+    first: tuple[int, int]      # (row, column)
+    last: tuple[int, int]
+
+    def ref(self) -> str:
+        a = f"{column_letters(self.first[1])}{self.first[0]}"
+        return a if self.first == self.last else f"{a}:{column_letters(self.last[1])}{self.last[0]}"
+
+
+def known_names() -> set[str]:
+    """The defined names the importer may read: the model's inputs and its tables' columns."""
+    model = build_model()
+    return set(model.inputs) | {f"{t.name}_{c[0]}" for t in model.tables.values() for c in t.columns}
+
+
 class _Book:
-    """The cells behind a workbook's defined names."""
+    """The cells behind a workbook's defined names, read within bounds (workbook_reader.py):
+    only the sheets the names point at, only the rows and columns around their areas."""
+
+    MARGIN_ROWS, MARGIN_COLUMNS = 2, 5     # the Source cells beside an input, a table
 
     def __init__(self, path: Path):
-        import openpyxl
         try:
-            self.wb = openpyxl.load_workbook(path, data_only=False)
+            self.reader = XlsxReader(path)
+            self.props = self.reader.properties()
         except FileNotFoundError:
             raise WorkbookError(path, [Problem("", Msg("errors.file.not_found.message"),
                                                Msg("errors.file.not_found.fix"))]) from None
-        except Exception as exc:   # noqa: BLE001 - any unreadable file is one clear message
-            raise WorkbookError(path, [Problem("", Msg("importer.errors.unreadable.message", detail=str(exc)),
+        except ReadRefused as exc:
+            raise WorkbookError(path, [Problem("", exc.message, exc.fix)]) from None
+        except OSError as exc:
+            raise WorkbookError(path, [Problem("", Msg("importer.errors.unreadable.message",
+                                                       detail=exc.strerror or str(exc)),
                                                Msg("importer.errors.unreadable.fix"))]) from None
         self.path = path
-        self.lang = book_language(self.wb.properties)
+        self.lang = book_language(self.props)
+        self.areas: dict[str, _Area | tuple] = {}
+        for name in known_names() & set(self.reader.defined_names):
+            self.areas[name] = self._area(self.reader.defined_names[name])
+        self.boxes: dict[str, Box] = {}
+        for area in self.areas.values():
+            if isinstance(area, _Area):
+                box = self.boxes.setdefault(area.sheet, Box(0, 0))
+                box.last_row = min(max(box.last_row, area.last[0] + self.MARGIN_ROWS), limits.MAX_READ_ROWS)
+                box.last_column = min(max(box.last_column, area.last[1] + self.MARGIN_COLUMNS),
+                                      limits.MAX_READ_COLUMNS)
+
+    def close(self) -> None:
+        self.reader.close()
+
+    def _area(self, text: str):
+        """A defined name's text as an _Area, None for #REF! (a deleted row), else (why, figures)."""
+        text = text.strip()
+        if "#REF!" in text:
+            return None
+        match = _AREA.fullmatch(text)
+        if match is None:
+            whole = _WHOLE.fullmatch(text)
+            if whole:
+                return ("too_large", {"cells": f"{text[:80]}", "limit": limits.MAX_NAME_CELLS})
+            if text.startswith("[") or re.match(r"'?\[", text):
+                return ("other_workbook", {})
+            if re.search(r"![^!]*[,;]|[,;]\s*'?[^,;]*!", text):
+                return ("several_areas", {})
+            return ("not_a_cell", {})
+        sheet = match.group(1).replace("''", "'") if match.group(1) is not None else match.group(2)
+        if sheet.startswith("["):       # '[1]Inputs'!B20: a sheet of another workbook
+            return ("other_workbook", {})
+        first = parse_cell(match.group(3))
+        last = parse_cell(match.group(4)) if match.group(4) else first
+        if first is None or last is None:
+            return ("not_a_cell", {})
+        first, last = (min(first[0], last[0]), min(first[1], last[1])), (max(first[0], last[0]), max(first[1], last[1]))
+        area = _Area(sheet, first, last)
+        cells = (last[0] - first[0] + 1) * (last[1] - first[1] + 1)
+        if cells > limits.MAX_NAME_CELLS or last[0] > limits.MAX_READ_ROWS or last[1] > limits.MAX_READ_COLUMNS:
+            return ("too_large", {"cells": f"{area.ref()}", "limit": limits.MAX_NAME_CELLS, "area": area})
+        return area
+
+    def _bad_name(self, name: str, why: str, figures: dict) -> WorkbookError:
+        text = self.reader.defined_names.get(name, "")
+        area = figures.pop("area", None)
+        at = f"{area.sheet}!{area.ref()} ({name})" if area else name
+        return WorkbookError(self.path, [Problem(
+            at, Msg("importer.errors.bad_name.message", text=repr(text[:80]), why=Msg(f"importer.errors.bad_name.{why}", **figures)),
+            Msg("importer.errors.bad_name.fix"))], self.lang)
+
+    def area(self, name: str) -> _Area | None:
+        """Where a defined name points: None when the book has no such name (or #REF!); a
+        name that points at anything but cells of this workbook is a WorkbookError."""
+        if name not in self.areas:
+            if name not in self.reader.defined_names:
+                return None
+            self.areas[name] = self._area(self.reader.defined_names[name])
+        area = self.areas[name]
+        if isinstance(area, tuple):
+            raise self._bad_name(name, area[0], dict(area[1]))
+        if area is not None and area.sheet not in self.reader.sheet_parts:
+            raise WorkbookError(self.path, [Problem(
+                f"{area.sheet}!{area.ref()} ({name})", Msg("importer.errors.no_sheet.message", sheet=area.sheet),
+                Msg("importer.errors.no_sheet.fix"))], self.lang)
+        return area
 
     def where(self, name: str) -> tuple[str, str] | None:
-        dn = self.wb.defined_names.get(name)
-        if dn is None or "#REF!" in dn.attr_text:
-            return None
-        sheet, ref = dn.attr_text.rsplit("!", 1)
-        return sheet.strip("'"), ref.replace("$", "")
+        area = self.area(name)
+        return None if area is None else (area.sheet, area.ref())
+
+    def sheet(self, name: str):
+        try:
+            return self.reader.sheet(name, self.boxes.get(name, Box(0, 0)))
+        except ReadRefused as exc:
+            raise WorkbookError(self.path, [Problem("", exc.message, exc.fix)], self.lang) from None
+
+    def value(self, sheet: str, row: int, column: int):
+        ws = self.sheet(sheet)
+        return None if ws is None else ws.cells.get((row, column))
 
     def cells(self, name: str) -> list[tuple[str, object]]:
-        """[(Sheet!A1, value)] for a single cell or a one-column range."""
-        at = self.where(name)
-        if at is None:
+        """[(Sheet!A1, value)] of a defined name's area, row by row."""
+        area = self.area(name)
+        if area is None:
             raise WorkbookError(self.path, [Problem(
                 name, Msg("importer.errors.no_name.message"), Msg("importer.errors.no_name.fix"))], self.lang)
-        sheet, ref = at
-        ws = self.wb[sheet]
-        if ":" not in ref:
-            return [(f"{sheet}!{ref}", ws[ref].value)]
-        return [(f"{sheet}!{c.coordinate}", c.value) for row in ws[ref] for c in row]
+        ws = self.sheet(area.sheet)
+        return [(f"{area.sheet}!{column_letters(c)}{r}", ws.cells.get((r, c)))
+                for r in range(area.first[0], area.last[0] + 1) for c in range(area.first[1], area.last[1] + 1)]
+
+    def notes(self) -> list[tuple[str, str | None, str]]:
+        """(Sheet!A1, the defined name of that cell or None, the note) of every sheet read."""
+        names = {}
+        for name, area in self.areas.items():
+            if isinstance(area, _Area) and area.first == area.last and not name.startswith("gen_"):
+                names.setdefault((area.sheet, area.first), name)
+        return [(f"{ws.name}!{column_letters(c)}{r}", names.get((ws.name, (r, c))), note)
+                for ws in self.reader.sheets.values() for (r, c), note in sorted(ws.notes.items())]
+
+    def notes_unread(self) -> list[tuple[str, Msg]]:
+        return [(ws.name, ws.notes_unread) for ws in self.reader.sheets.values() if ws.notes_unread is not None]
 
 
 def _cell_value(book: _Book, d: InputDef, where: str, value) -> object:
@@ -147,6 +262,9 @@ def _cell_value(book: _Book, d: InputDef, where: str, value) -> object:
     def bad(message: Msg, fix: Msg):
         return WorkbookError(book.path, [Problem(f"{where} ({d.name})", message, fix)], book.lang)
 
+    if isinstance(value, Unreadable):
+        raise bad(Msg("importer.errors.unreadable_cell.message", why=value.why),
+                  Msg("importer.errors.unreadable_cell.fix", unit=_unit(d.unit)))
     if isinstance(value, str) and value.startswith("="):
         raise bad(Msg("importer.errors.formula.message"), Msg("importer.errors.formula.fix"))
     if value is None or (isinstance(value, str) and not value.strip()):
@@ -165,6 +283,10 @@ def _cell_value(book: _Book, d: InputDef, where: str, value) -> object:
             return excel_serial(value.date())
         if isinstance(value, dt.date):
             return excel_serial(value)
+        if isinstance(value, (int, float)) and not isinstance(value, bool) and \
+                not limits.FIRST_DATE_SERIAL <= value <= limits.LAST_DATE_SERIAL:
+            raise bad(Msg("importer.errors.date_range.message", value=f"{value:g}"),
+                      Msg("importer.errors.date_range.fix"))
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise bad(Msg("importer.errors.not_number.message", value=repr(value)),
                   Msg("importer.errors.not_number.fix", unit=_unit(d.unit)))
@@ -204,26 +326,33 @@ def read_inputs(book: _Book, model: Model) -> dict[str, object]:
 def _catalog_source(book: _Book, n: int):
     """Row n's Source cell: the column right of the accelerator table's last column (the table
     gains columns over time; its last column's defined name says where it ends)."""
-    from openpyxl.utils.cell import column_index_from_string, coordinate_from_string
-
     names = [f"{ACCELERATOR_TABLE}_{c}" for c, _, _ in build_model().tables[ACCELERATOR_TABLE].columns]
     last = next(name for name in reversed(names) if book.where(name) is not None)   # older books: fewer
-    sheet, coordinate = book.cells(last)[n][0].split("!")
-    letter, r = coordinate_from_string(coordinate)
-    source = book.wb[sheet].cell(r, column_index_from_string(letter) + 1).value
+    sheet, coordinate = book.cells(last)[n][0].rsplit("!", 1)
+    r, c = parse_cell(coordinate)
+    source = book.value(sheet, r, c + 1)
     # The first spare row's Source cell holds the hint to add a row there: not a citation.
     hints = {messages(lang).get(f"workbook.catalog.spare_rows.{ACCELERATOR_TABLE}") for lang in languages()}
-    return None if source in hints else source
+    return None if source in hints or isinstance(source, Unreadable) else source
 
 
 def read_catalog_rows(book: _Book) -> list[dict]:
     columns = {c: book.cells(f"{ACCELERATOR_TABLE}_{c}") for c in CATALOG_COLUMNS
                if c not in PEAK_COLUMNS or book.where(f"{ACCELERATOR_TABLE}_{c}") is not None}
+    if len({len(cells) for cells in columns.values()}) > 1:     # a tampered column's area
+        name = next(f"{ACCELERATOR_TABLE}_{c}" for c, cells in columns.items() if len(cells) != len(columns["id"]))
+        raise book._bad_name(name, "not_a_cell", {})
     for c in PEAK_COLUMNS:      # a book from before the FP8 and FP4 columns: blank
         columns.setdefault(c, [(None, None)] * len(columns["id"]))
     rows = []
     for n in range(len(columns["id"])):
         row = {c: columns[c][n][1] for c in CATALOG_COLUMNS}
+        for c in CATALOG_COLUMNS:
+            if isinstance(row[c], Unreadable):
+                raise WorkbookError(book.path, [Problem(
+                    f"{columns[c][n][0]} (acc_{c})", Msg("importer.errors.unreadable_cell.message", why=row[c].why),
+                    Msg("importer.errors.figure_not_number.fix" if c in (*FIGURES, *PEAK_COLUMNS)
+                        else "importer.errors.unreadable_cell.fix_text"))], book.lang)
         if row["id"] in (None, ""):
             if any(row[c] not in (None, "") for c in CATALOG_COLUMNS):
                 raise WorkbookError(book.path, [Problem(
@@ -234,7 +363,8 @@ def read_catalog_rows(book: _Book) -> list[dict]:
             if c in ("tdp_w", *PEAK_COLUMNS) and row[c] in (None, ""):    # optional: blank stays blank
                 row[c] = None
                 continue
-            if isinstance(row[c], bool) or not isinstance(row[c], (int, float)):
+            if isinstance(row[c], bool) or not isinstance(row[c], (int, float)) or \
+                    not math.isfinite(row[c]) or abs(row[c]) > limits.MAX_CELL_NUMBER:
                 raise WorkbookError(book.path, [Problem(
                     f"{columns[c][n][0]} (acc_{c})", Msg("importer.errors.not_number.message", value=repr(row[c])),
                     Msg("importer.errors.figure_not_number.fix"))], book.lang)
@@ -251,9 +381,10 @@ def _catalog_changes(rows: list[dict], catalog: Catalog, gpu_type: str) -> tuple
         acc = bundled.get(str(row["id"]))
         if acc is not None:
             diffs = [f for f in (*FIGURES, *PEAK_COLUMNS) if _figure(row[f]) != _figure(getattr(acc, f))]
-            if not diffs and row["name"] == acc.name:
+            same_words = row["name"] == acc.name and str(row["vendor"] or "") == (acc.vendor or "")
+            if not diffs and same_words:
                 continue
-            if diffs == ["peak_bf16_tflops"] and row["id"] == gpu_type and row["name"] == acc.name:
+            if diffs == ["peak_bf16_tflops"] and row["id"] == gpu_type and same_words:
                 hardware["peak_tflops"] = _plain(row["peak_bf16_tflops"])
                 continue
         entry = {"id": str(row["id"]), "name": str(row["name"] or row["id"]),
@@ -335,7 +466,13 @@ def import_workbook(path: str | Path, catalog: Catalog, lang: str | None = None)
     book's when None); the scenario keeps the book's language."""
     path = Path(path)
     book = _Book(path)
-    lang = lang or book.lang
+    try:
+        return _import(book, path, catalog, lang or book.lang)
+    finally:
+        book.close()
+
+
+def _import(book: _Book, path: Path, catalog: Catalog, lang: str) -> Imported:
     model = build_model(book.lang)
     values = read_inputs(book, model)
     data = unbind(model, values)
@@ -351,7 +488,7 @@ def import_workbook(path: str | Path, catalog: Catalog, lang: str | None = None)
         data.setdefault("prices", {})["fx_rates"] = fx
     if rows:
         data["catalog"] = {"accelerators": rows}
-    props = book.wb.properties
+    props = book.props
     name = (props.title or path.stem).strip() or path.stem
     head = {"name": name}
     if props.description and not _generated_description(props):
@@ -363,7 +500,8 @@ def import_workbook(path: str | Path, catalog: Catalog, lang: str | None = None)
 
     changed = _changed_since_generation(values, model)
     searched = values.get("layout_searched") == "yes"
-    warnings = []
+    warnings = [fmt("importer.warnings.notes_unread", lang, sheet=sheet, reason=why.render(lang))
+                for sheet, why in book.notes_unread()]
     if changed and searched:
         what = "; ".join(f"{d.path}: {_shown(d, gen, lang)} -> {_shown(d, now, lang)}" for d, gen, now in changed)
         warnings.append(fmt("importer.warnings.search_changed", lang, changes=what))
@@ -372,7 +510,7 @@ def import_workbook(path: str | Path, catalog: Catalog, lang: str | None = None)
     except InputError as err:
         raise WorkbookError(path, [Problem(p.at, p.what, Msg("importer.errors.in_cell", fix=p.how), p.renames)
                                    for p in err.problems], book.lang) from None
-    return Imported(_yaml(data, changed, searched, path, book.lang), data, warnings, book.lang)
+    return Imported(_yaml(data, changed, searched, path, book.lang, book.notes()), data, warnings, book.lang)
 
 
 def _cited(source, path: str, lang: str) -> str | None:
@@ -394,23 +532,36 @@ def _sources(book: _Book, model: Model) -> dict[str, str]:
         if at is None:
             continue
         sheet, ref = at
-        ws = book.wb[sheet]
-        cited = _cited(ws.cell(ws[ref].row, 4).value, d.path, book.lang)
+        r, _c = parse_cell(ref.split(":")[0])
+        cited = _cited(book.value(sheet, r, 4), d.path, book.lang)
         if cited is not None:
             out[d.path] = cited
     # the staffing table's Source column is right of it; the stages table's is on its title row
     for path, first, (down, right) in (("staffing", "staff_role", (0, 4)), ("stages", "stage_name", (-2, 3))):
         if book.where(first) is None:
             continue
-        sheet, ref = book.cells(first)[0][0].split("!")
-        ws = book.wb[sheet]
-        cited = _cited(ws.cell(ws[ref].row + down, ws[ref].column + right).value, path, book.lang)
+        sheet, ref = book.cells(first)[0][0].rsplit("!", 1)
+        r, c = parse_cell(ref)
+        cited = _cited(book.value(sheet, r + down, c + right), path, book.lang) if r + down >= 1 else None
         if cited is not None:
             out[path] = cited
     return out
 
 
-def _yaml(data: dict, changed, searched: bool, path: Path, lang: str = DEFAULT_LANG) -> str:
+_NOT_IN_A_COMMENT = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029\ud800-\udfff\ufeff\ufffe\uffff]+")
+
+
+def _note_line(where: str, name: str | None, note: str) -> str:
+    """A cell note as one comment line: line breaks and control characters as spaces, at most
+    MAX_NOTE_CHARS characters."""
+    note = " ".join(_NOT_IN_A_COMMENT.sub(" ", note).split())
+    if len(note) > limits.MAX_NOTE_CHARS:
+        note = note[:limits.MAX_NOTE_CHARS - 1] + "…"
+    return f"  {where}{f' ({name})' if name else ''}: {note}"
+
+
+def _yaml(data: dict, changed, searched: bool, path: Path, lang: str = DEFAULT_LANG,
+          cell_notes: list | None = None) -> str:
     """The scenario as YAML: a header that says where it came from, a comment on each value
     that differs from the one the workbook was generated with, and on the search's choices;
     the comments in the workbook's language."""
@@ -435,4 +586,7 @@ def _yaml(data: dict, changed, searched: bool, path: Path, lang: str = DEFAULT_L
     header = [fmt("importer.comments.header", lang, book=path.name), text("importer.comments.generate", lang)]
     if changed:
         header.append(text("importer.comments.marked", lang))
+    if cell_notes:      # a reviewer's notes on the cells: kept with the scenario, not dropped
+        header.append(text("importer.comments.notes", lang))
+        header.extend(_note_line(*note) for note in cell_notes)
     return "\n".join(f"# {line}" for line in header) + "\n" + "\n".join(lines) + "\n"

@@ -18,7 +18,9 @@ from pydantic import (AfterValidator, BaseModel, BeforeValidator, ConfigDict, Fi
                       ValidationError, ValidationInfo, field_validator, model_validator)
 
 from .catalog import Catalog
+from ..core import limits
 from ..core.i18n import DEFAULT_LANG, fmt
+from ..core.reading import ReadRefused, load_json, read_regular
 from ..core.errors import (Msg, Problem, ScenarioError, both, load_yaml, problems_from_validation,
                      rule_error, suggest)
 
@@ -80,7 +82,7 @@ Headcount = _number(ge=0.01, le=1e6)
 Count = _count(1, 1e16)
 PositiveFloat = _number(ge=1e-6, le=1e12)
 NonNegativeFloat = _number(ge=0, le=1e12)
-EARLIEST_START, LATEST_START = dt.date(1990, 1, 1), dt.date(2200, 12, 31)
+EARLIEST_START, LATEST_START = limits.EARLIEST_START, limits.LATEST_START
 
 
 def _plausible_date(value: dt.date) -> dt.date:
@@ -980,7 +982,10 @@ HF_KEYS = (
     ("qk_rope_head_dim", "mla_rope_head_dim"), ("v_head_dim", "mla_v_head_dim"),
 )
 HF_REQUIRED = ("num_hidden_layers", "hidden_size", "num_attention_heads", "intermediate_size", "vocab_size")
-HF_MAX_BYTES = 1_000_000
+HF_MAX_BYTES = limits.MAX_HF_CONFIG_BYTES
+# Counts that may be 0 in a published config (no shared expert, no leading dense layer); every
+# other dimension is at least 1 (0 heads or layers would divide by zero).
+HF_MAY_BE_ZERO = ("moe_shared_experts", "moe_first_dense_layers")
 
 
 def read_hf_config(path: Path, given: str) -> dict:
@@ -993,17 +998,20 @@ def read_hf_config(path: Path, given: str) -> dict:
                           Msg(f"errors.scenario.hf_config.{kind}.fix", file=given, **figures), "model.hf_config")
 
     try:
-        if path.stat().st_size > HF_MAX_BYTES:
-            raise fail("too_big", limit=HF_MAX_BYTES)
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError):
+        data = load_json(read_regular(path, HF_MAX_BYTES), limits.MAX_JSON_DEPTH)
+    except ReadRefused as exc:
+        key = exc.message.key
+        if key == "errors.read.too_large.message":
+            raise fail("too_big", limit=HF_MAX_BYTES, path=str(path)) from None
+        if key == "errors.read.too_deep.message":
+            raise fail("too_deep", levels=limits.MAX_JSON_DEPTH, path=str(path)) from None
+        if key == "errors.read.bad_json.message":
+            raise fail("bad_json", line=exc.message.figures["line"], path=str(path)) from None
+        raise fail("not_regular", reason=exc.message, path=str(path)) from None
+    except OSError:
         raise fail("missing", folder=str(path.parent)) from None
-    try:
-        data = json.loads(text)
-    except ValueError as exc:
-        raise fail("bad_json", line=getattr(exc, "lineno", 1)) from None
     if not isinstance(data, dict):
-        raise fail("bad_json", line=1)
+        raise fail("bad_json", line=1, path=str(path))
     archs = data.get("architectures") or []
     arch = next((a for a in archs if a in HF_ARCHITECTURES), None) if isinstance(archs, list) else None
     if arch is None:
@@ -1026,6 +1034,8 @@ def read_hf_config(path: Path, given: str) -> dict:
                 raise fail("key_type", key=key, value=json.dumps(value))
         elif isinstance(value, bool) or not isinstance(value, int) or value < 0 or value > 2 ** 24:
             raise fail("key_type", key=key, value=json.dumps(value))
+        elif value < 1 and flat not in HF_MAY_BE_ZERO:
+            raise fail("not_positive", key=key, value=value)
         out[flat] = (value, key)
     if "moe_experts" not in out:   # a dense model: experts' keys of a config template mean nothing
         out = {k: v for k, v in out.items() if not k.startswith("moe_")}

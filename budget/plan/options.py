@@ -45,6 +45,9 @@ def plan_file(path: Path, catalog: Catalog, lang: str | None = None) -> Plan:
     """The plan of a scenario file, its options planned beside it (`Plan.options`); `lang`, when
     given, wins over the scenario's language."""
     name_problem = character_problem(path.name)
+    if not name_problem and (path.stem.startswith(".") or not path.stem):
+        # the outputs take the stem: .hidden.yaml or ..yaml would write hidden files
+        name_problem = (Msg("errors.file_name.hidden.message"), Msg("errors.file_name.hidden.fix"))
     if name_problem:   # the file name reaches the workbook and the reports
         raise ScenarioError(path, [Problem("", Msg("errors.file_name.message", problem=name_problem[0]),
                                            Msg("errors.file_name.fix", fix=name_problem[1]))], lang)

@@ -14,6 +14,7 @@ from types import MappingProxyType
 from typing import Mapping
 
 from ..inputs.catalog import OPTIONAL_FIGURES, Catalog
+from ..core import limits
 from ..core.errors import InputError, Joined, Msg, Problem as _Problem, ScenarioError
 from ..core.i18n import DEFAULT_LANG, fmt, text
 from .layout import (LAYOUT_INPUTS, layout_domains, Candidate, Evaluator, Layout, NoLayoutFits, SearchResult, Space,
@@ -518,8 +519,12 @@ def _memory_ways_out(s: Scenario, catalog: Catalog, inputs: Mapping[str, InputVa
     fitting: list[tuple[float, Msg]] = []
     failing: list[Msg] = []
 
-    def way(key: str, result: SearchResult, **figures) -> None:
+    def way(key: str, result: SearchResult, lever, ev: Evaluator = evaluate, **figures) -> None:
         v = result.best.values
+        refused = _refused_way(ev, result)
+        if refused is not None:     # a way out is one the planner itself would accept
+            failing.append(Msg("plan.ways_out.refused", lever=lever, reason=refused))
+            return
         fitting.append((v["total_cost"], Msg(key, layout=result.best.layout.described(v["dp_size"]),
                                              gpus=result.gpu_count, days=v["train_days"],
                                              total=v["total_cost"], currency=currency, **figures)))
@@ -531,14 +536,15 @@ def _memory_ways_out(s: Scenario, catalog: Catalog, inputs: Mapping[str, InputVa
         stages = [z for z in space.domains["zero_stage"] if float(z) > float(pins["zero_stage"])]
         found = next(((z, r) for z in stages if (r := pinned(zero_stage=z))), None)
         if found:
-            way("plan.ways_out.zero", found[1], stage=int(found[0]))
+            way("plan.ways_out.zero", found[1], Msg("plan.ways_out.lever.zero", stage=int(found[0])),
+                stage=int(found[0]))
         elif stages:
             failing.append(Msg("plan.ways_out.zero_none", stage=int(stages[-1])))
     if "recompute" in pins and pins["recompute"] != RECOMPUTE_MODES[-1]:
         modes = RECOMPUTE_MODES[RECOMPUTE_MODES.index(pins["recompute"]) + 1:]
         found = next(((m, r) for m in modes if (r := pinned(recompute=m))), None)
         if found:
-            way("plan.ways_out.recompute", found[1], mode=found[0],
+            way("plan.ways_out.recompute", found[1], Msg(f"layout.recompute.{found[0]}"), mode=found[0],
                 recompute=Msg(f"layout.recompute.{found[0]}"),
                 overhead=found[1].best.values["recompute_overhead"])
         else:
@@ -546,17 +552,17 @@ def _memory_ways_out(s: Scenario, catalog: Catalog, inputs: Mapping[str, InputVa
     if gpus:     # otherwise the scenario's own mode chose the count
         more = smallest_count_that_fits(evaluate, space, gpus)
         if more is not None:
-            way("plan.ways_out.more_gpus", more)
+            way("plan.ways_out.more_gpus", more, Msg("plan.ways_out.lever.more_gpus", gpus=more.gpu_count))
         else:
             failing.append(Msg("plan.ways_out.more_gpus_none"))
     larger = _larger_accelerator(s, catalog, inputs, file, evaluate)
     if larger is not None:
-        acc, result, prices = larger
+        acc, result, prices, ev = larger
         if prices:
-            way("plan.ways_out.accelerator_scaled", result, accelerator=acc.name, id=acc.id,
+            way("plan.ways_out.accelerator_scaled", result, acc.name, ev, accelerator=acc.name, id=acc.id,
                 ratio=prices[0] / prices[1], alt_price=prices[0], own_price=prices[1])
         else:
-            way("plan.ways_out.accelerator", result, accelerator=acc.name, id=acc.id)
+            way("plan.ways_out.accelerator", result, acc.name, ev, accelerator=acc.name, id=acc.id)
     else:
         failing.append(Msg("plan.ways_out.accelerator_none", gpus=gpus) if gpus
                        else Msg("plan.ways_out.accelerator_none_any"))
@@ -568,6 +574,27 @@ def _memory_ways_out(s: Scenario, catalog: Catalog, inputs: Mapping[str, InputVa
                    ways=Joined(failing, "plan.ways_out.join"))
     return Msg("plan.problems.no_layout_at_count.fix_ways",
                ways=Joined(listed + failing, "plan.ways_out.join"))
+
+
+def _refused_way(evaluate: Evaluator, result: SearchResult) -> Msg | None:
+    """Why the planner would refuse a way out's own plan (None: it would accept it): the whole
+    model evaluated at the lever's inputs, its layout and count (the search's figures are only
+    those it ranks by), held to the checks build_plan makes (interruptions outpace the work, a
+    figure not finite, a project over the century), with a positive total and training days."""
+    try:
+        values = evaluate.model.evaluate({**evaluate.inputs, **result.best.layout.as_inputs(),
+                                          "gpu_count": float(result.gpu_count)}, evaluate.tables)
+    except (ZeroDivisionError, OverflowError, ValueError):
+        return Msg("plan.ways_out.reason.not_finite")
+    if values["failure_fraction"] >= 1:
+        return Msg("plan.ways_out.reason.never_ends")
+    if any(isinstance(x, float) and not math.isfinite(x) for x in values.values()):
+        return Msg("plan.ways_out.reason.not_finite")
+    if not (values["total_cost"] > 0 and values["train_days"] > 0):
+        return Msg("plan.ways_out.reason.not_positive")
+    if values["project_days"] > MAX_PROJECT_DAYS:
+        return Msg("plan.ways_out.reason.too_long", limit=limits.MAX_PROJECT_YEARS)
+    return None
 
 
 def _larger_accelerator(s: Scenario, catalog: Catalog, inputs: Mapping[str, InputValue], file: str,
@@ -601,7 +628,7 @@ def _larger_accelerator(s: Scenario, catalog: Catalog, inputs: Mapping[str, Inpu
         _m, _p, _b, ev, space = _search_setup(other, catalog, changed, lookups)
         result = _lever_result(other, ev, space)
         if result is not None:
-            return acc, result, prices
+            return acc, result, prices, ev
     return None
 
 
@@ -634,7 +661,7 @@ def _item_problem(model: Model, name: str, kind: str):
                     Msg(f"plan.problems.{kind}.fix", refs=refs))
 
 
-MAX_PROJECT_DAYS = 36_525   # a century: dates stay displayable, the week grid fits a sheet
+MAX_PROJECT_DAYS = limits.MAX_PROJECT_DAYS   # a century: dates stay displayable, the week grid fits a sheet
 
 
 _PLANS_WITH_CANDIDATES = itertools.count()
@@ -674,7 +701,7 @@ def _check_displayable(model, s: Scenario, values: Mapping, candidates, file: st
         where, fix = (("data.train_tokens", "plan.problems.too_long.fix_tokens") if training > days / 2
                       else ("schedule", "plan.problems.too_long.fix_schedule"))
         raise ScenarioError(file, [_Problem(
-            where, Msg("plan.problems.too_long.message", years=days / 365.25, limit=MAX_PROJECT_DAYS / 365.25),
+            where, Msg("plan.problems.too_long.message", years=days / 365.25, limit=limits.MAX_PROJECT_YEARS),
             Msg(fix))], s.language)
 
 
