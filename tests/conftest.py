@@ -7,14 +7,31 @@ call for 20 books takes about as long as 4 separate ones).
 
 from __future__ import annotations
 
+import sys
+
 import openpyxl
 import pytest
 
+import support
 from budget.inputs.catalog import load_catalog
-from budget.xlsx.recalc import read_values, recalculate
 from budget.sheets.book import write_workbook
+from budget.xlsx.recalc import read_values, recalculate
 from support import (LLAMA3_405B_16K, SCENARIOS, SEED_A100, SEED_H100, OracleCase, plan_of, raw,
                      require_soffice, with_changes)
+
+sys.addaudithook(support.guard_subprocesses)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_protocol(item, nextitem):
+    """Record the running test and whether it is marked office, for support.office_program.
+    A hook, not an autouse fixture: a function-scoped fixture is set up after the session and
+    module fixtures the test asks for, and those (the oracle) may start LibreOffice."""
+    support.running_test(item.nodeid, item.get_closest_marker("office") is not None)
+    try:
+        return (yield)
+    finally:
+        support.running_test(None)
 
 
 @pytest.fixture(scope="session")

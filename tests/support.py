@@ -60,6 +60,46 @@ LLAMA3_405B_16K = {
     "memory.activation_gb_per_microbatch": None, "storage.checkpoint_gb": None, "sources": {}}
 
 
+# --- the office tier ---------------------------------------------------------------------------
+# A test that starts LibreOffice, Gnumeric or Chromium (or poppler on what they print) carries
+# @pytest.mark.office, so `pytest -m "not office"` runs on a machine with Python alone. conftest.py
+# records the running test here, from before its fixtures are set up (a session fixture such as
+# the oracle is set up inside the setup of the first test that asks for it) until its teardown;
+# the helpers below, and an audit hook on every subprocess the tests start, fail an unmarked test.
+OFFICE_PROGRAMS = frozenset({"soffice", "soffice.bin", "libreoffice", "ssconvert", "gnumeric", "chromium",
+                             "chromium-browser", "google-chrome", "chrome", "pdftoppm", "pdftotext"})
+_running: tuple[str, bool] | None = None       # (node id, marked office) of the running test
+
+
+def running_test(nodeid: str | None, office: bool = False) -> None:
+    global _running
+    _running = None if nodeid is None else (nodeid, office)
+
+
+def current_test() -> tuple[str, bool] | None:
+    return _running
+
+
+def office_program(what: str) -> None:
+    """Fail the running test unless it is marked office: it is about to start `what`."""
+    if _running is not None and not _running[1]:
+        pytest.fail(f"{_running[0]}: this test starts {what}; mark it @pytest.mark.office "
+                    "(the tier `pytest -m 'not office'` leaves out)", pytrace=False)
+
+
+def guard_subprocesses(event: str, args: tuple) -> None:
+    """An audit hook (sys.addaudithook): a subprocess that runs an office program is
+    office_program() too, however the test starts it."""
+    if event != "subprocess.Popen":
+        return
+    try:
+        name = os.path.basename(os.fsdecode(args[0]))
+    except (TypeError, ValueError, IndexError):
+        return
+    if name in OFFICE_PROGRAMS:
+        office_program(name)
+
+
 def require_soffice() -> None:
     """Skip loudly without LibreOffice; under CI a skip would hide a broken install, so fail."""
     from budget.xlsx.recalc import soffice_path
@@ -69,7 +109,9 @@ def require_soffice() -> None:
 
 
 def require_tool(found: str | None, what: str, install: str) -> str:
-    """Skip loudly when a tool is missing; under CI=true a skip would hide a broken install."""
+    """Skip loudly when a tool is missing; under CI=true a skip would hide a broken install.
+    Only an office test asks for one (see office_program)."""
+    office_program(what.rstrip(","))
     if found:
         return found
     reason = f"{what} is not installed, so this test cannot run: {install}"

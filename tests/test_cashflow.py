@@ -267,6 +267,7 @@ def test_the_months_spread_the_cost_sheets_items_never_prices(seed_h100):
 
 # --- LibreOffice's figures ------------------------------------------------------------------
 
+@pytest.mark.office
 def test_the_seed_starts_in_january_2027_and_has_24_months(books):
     base = books["base"]
     months = _cells(base.names["cashflow_month_cells"])
@@ -276,6 +277,7 @@ def test_the_seed_starts_in_january_2027_and_has_24_months(books):
     assert books["values"]["base"][months[-1]].date() == dt.date(2028, 12, 1)
 
 
+@pytest.mark.office
 @pytest.mark.parametrize("book", SCENARIOS)
 def test_every_cashflow_formula_equals_the_plan(books, book):
     result, got = books["results"][book], books["values"][book]
@@ -285,6 +287,7 @@ def test_every_cashflow_formula_equals_the_plan(books, book):
     assert not bad, list(bad.items())[:10]
 
 
+@pytest.mark.office
 @pytest.mark.parametrize("book", [*SCENARIOS, *EDITS, *SWITCHES])
 def test_months_and_years_add_up_to_the_total(books, book):
     names, got = books["names"][book], books["values"][book]
@@ -301,6 +304,7 @@ def test_months_and_years_add_up_to_the_total(books, book):
         assert sum(_named(got, names, name)) == pytest.approx(total, rel=TOLERANCE), name
 
 
+@pytest.mark.office
 def test_each_line_adds_up_to_its_cost_sheet_figure(books):
     """Sum of months (column B) equals the Cost sheet column (C) on every line, in every book
     the months cover; column C shows the very line items of the Cost sheet."""
@@ -323,12 +327,14 @@ def test_each_line_adds_up_to_its_cost_sheet_figure(books):
             assert ws[f"Cashflow!C{r}"] == pytest.approx(got[names[name]], rel=TOLERANCE, abs=1e-9), (book, name)
 
 
+@pytest.mark.office
 def test_edited_months_equal_the_edited_scenarios_plan(books):
     """Every edit at once, in the generated book: each month's figure equals what the planner
     computes for the edited scenario (its own book has more months; the first 24 must agree)."""
     _agrees(books, "all", "fresh")
 
 
+@pytest.mark.office
 def test_switching_to_reserved_in_the_book_equals_the_reserved_plan(books):
     """The reviewer types reserved (a quarter up front) over on_demand: every month is what the
     planner computes for the seed on a reserved term."""
@@ -346,6 +352,7 @@ def test_switching_to_reserved_in_the_book_equals_the_reserved_plan(books):
     assert sum(1 for m in late if cluster[m] > 0) >= 5          # reserved: the rest of the term
 
 
+@pytest.mark.office
 @pytest.mark.parametrize("book", ["switch-to-spot", "switch-to-on-demand", "switch-to-owned"])
 def test_switching_away_from_reserved_moves_the_months_with_it(books, book):
     """After the switch the cluster line spreads the switched Cost sheet figure over the
@@ -366,6 +373,7 @@ def test_switching_away_from_reserved_moves_the_months_with_it(books, book):
     assert got[names["cluster_cost"]] != pytest.approx(books["values"]["reserved"][names["cluster_cost"]])
 
 
+@pytest.mark.office
 def test_an_owned_cluster_adds_up_in_libreoffice(books):
     got, names = books["values"]["owned"], books["names"]["owned"]
     plan = books["plans"]["owned"]
@@ -375,6 +383,7 @@ def test_an_owned_cluster_adds_up_in_libreoffice(books):
     assert sum(_named(got, names, "cashflow_month_total")) == pytest.approx(_total(got, names), rel=TOLERANCE)
 
 
+@pytest.mark.office
 def test_a_reserved_book_pays_up_front_in_libreoffice(books):
     got, names = books["values"]["reserved"], books["names"]["reserved"]
     row = _rows_by_c(books["results"]["reserved"])["cluster_cost"]
@@ -386,6 +395,7 @@ def test_a_reserved_book_pays_up_front_in_libreoffice(books):
     assert sum(cluster) == pytest.approx(got[names["cluster_cost"]], rel=TOLERANCE)
 
 
+@pytest.mark.office
 def test_vat_follows_the_recoverable_switch(books):
     for book, charged in (("taxed", True), ("switch-vat-recoverable", False)):
         got, names = books["values"][book], books["names"][book]
@@ -395,6 +405,7 @@ def test_vat_follows_the_recoverable_switch(books):
         assert (vat > 0) is charged, book
 
 
+@pytest.mark.office
 def test_a_zero_length_phase_pays_in_its_month_in_libreoffice(books):
     got, names = books["values"]["zero-phases"], books["names"]["zero-phases"]
     row = _rows_by_c(books["base"])["post_training_cost"]
@@ -424,6 +435,7 @@ def _agrees(books, edited_book: str, plan_book: str) -> None:
     assert edited[base_names["total_cost"]] == pytest.approx(books["plans"][plan_book].total_cost, rel=TOLERANCE)
 
 
+@pytest.mark.office
 def test_fiscal_years_are_named_by_the_year_they_end_in(books):
     names, got = books["base"].names, books["values"]["fiscal-april"]
     months = _cells(names["cashflow_month_cells"])
@@ -437,6 +449,7 @@ def test_fiscal_years_are_named_by_the_year_they_end_in(books):
     assert got[first] == pytest.approx(jan_to_mar, rel=TOLERANCE)
 
 
+@pytest.mark.office
 def test_the_difference_lines_read_zero(books):
     for book in ("all", "reserved", "owned", "taxed", "switch-to-reserved", "switch-to-owned"):
         got = books["values"][book]
@@ -447,6 +460,7 @@ def test_the_difference_lines_read_zero(books):
             assert got.get(k.replace("!A", "!B"), 0) == 0, (book, k)
 
 
+@pytest.mark.office
 def test_the_plans_months_are_the_sheets_months(books):
     """The plan's months (which the decision page's quarters sum) are what LibreOffice computes in
     the sheet's month row and total row."""

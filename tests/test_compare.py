@@ -94,6 +94,7 @@ def _grid_top(ws) -> int:
     raise AssertionError("no grid on the Compare sheet")
 
 
+@pytest.mark.office
 def test_every_compare_cell_equals_the_option_plans(books):
     result, values = books["result"], books["plain"]
     compare = {k: v for k, v in result.expected.items() if k.startswith("Compare!")}
@@ -102,6 +103,7 @@ def test_every_compare_cell_equals_the_option_plans(books):
     assert not bad
 
 
+@pytest.mark.office
 def test_columns_are_the_options_own_plans(books):
     """Compare columns equal the plans of the option scenarios generated on their own."""
     plan, values, rows = books["plan"], books["plain"], books["rows"]
@@ -112,12 +114,14 @@ def test_columns_are_the_options_own_plans(books):
             assert relative_difference(got, option.values[name]) <= TOLERANCE, (j, name)
 
 
+@pytest.mark.office
 def test_seed_002_comparison_days(books):
     values, rows = books["plain"], books["rows"]
     days = [values[f"Compare!{c}{rows['train_days']}"] for c in "DEF"]
     assert days == pytest.approx([158.2393, 79.1196, 254.3132], abs=1e-3)
 
 
+@pytest.mark.office
 def test_editing_one_option_moves_only_its_column(books):
     """Every numeric input of the A100 column typed over: that column follows the model
     evaluated over the edited inputs; every other column is unchanged."""
@@ -144,6 +148,7 @@ def test_editing_one_option_moves_only_its_column(books):
     assert moved > 50
 
 
+@pytest.mark.office
 def test_no_column_reads_another(books):
     """Column-relative: every cell reference in an option's formulas stays in its own column."""
     wb = openpyxl.load_workbook(io.BytesIO(books["result"].data))
@@ -165,6 +170,7 @@ def test_no_column_reads_another(books):
     assert staffing_refs > 0
 
 
+@pytest.mark.office
 def test_names_and_recommendation(books):
     result, values = books["result"], books["plain"]
     for defined in ("compare_option_names", *COMPARE_NAMES.values()):
@@ -179,6 +185,7 @@ def test_names_and_recommendation(books):
     assert values[f"Compare!{first}"] >= 1
 
 
+@pytest.mark.office
 def test_the_options_example_regenerates_seed_002s_comparison(tmp_path, catalog):
     """scenarios/gpt3-175b-options.yaml through the command line: the Compare sheet, recalculated
     by LibreOffice, shows 158.2 / 316.5 / 79.1 days on 512 / 256 / 1,024 H100 and 254 on

@@ -30,6 +30,7 @@ def _pages_text(pdf) -> list[str]:
     return text.split("\f")
 
 
+@pytest.mark.office
 @pytest.mark.parametrize("paper", PAPERS)
 @pytest.mark.parametrize("which", ["seed", "options"])
 def test_the_decision_page_prints_on_one_page(tmp_path, seed_h100, options_plan, paper, which):
@@ -105,6 +106,7 @@ def options_plan_zh(catalog):
     return replace(plans[0][1], options=tuple(plans[1:]))
 
 
+@pytest.mark.office
 @pytest.mark.parametrize("paper", PAPERS)
 def test_the_chinese_decision_page_prints_on_one_page(tmp_path, options_plan_zh, paper):
     pages = _printed(tmp_path, options_plan_zh, paper)

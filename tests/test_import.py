@@ -114,6 +114,7 @@ def _compared_names(model, edited: bool):
     return [n for n in names if n not in skip]
 
 
+@pytest.mark.office
 @pytest.mark.parametrize("stem", BUNDLED)
 def test_unedited_workbook_imports_to_the_same_inputs_and_outputs(round_trip, stem):
     case = round_trip[stem]
@@ -129,6 +130,7 @@ def test_unedited_workbook_imports_to_the_same_inputs_and_outputs(round_trip, st
         assert after.values[name] == before.values[name], name
 
 
+@pytest.mark.office
 @pytest.mark.parametrize("stem", BUNDLED)
 def test_edited_workbook_round_trips_to_libreoffices_figures(round_trip, stem):
     """Edited book → LibreOffice; edited book → import → generate: every named figure agrees."""
@@ -147,6 +149,7 @@ def test_edited_workbook_round_trips_to_libreoffices_figures(round_trip, stem):
     assert not bad
 
 
+@pytest.mark.office
 def test_edits_are_in_the_imported_scenario(round_trip):
     data = round_trip["gpt3-175b-h100"]["edited_import"].data
     # the reviewer switched the plan to euros: the dollar price keeps its currency and converts
@@ -168,12 +171,14 @@ def test_edits_are_in_the_imported_scenario(round_trip):
     assert a100["hardware"]["effective_tflops"] == 150
 
 
+@pytest.mark.office
 def test_the_seeds_peak_override_comes_back_as_the_scenarios_key(round_trip):
     data = round_trip["gpt3-175b-h100"]["plain_import"].data
     assert data["hardware"]["peak_tflops"] == 990 and "catalog" not in data
     assert data["sources"]["prices.per_gpu_hour"] == "seed 002 section 5, TOKEN AI platform price"
 
 
+@pytest.mark.office
 def test_changed_search_inputs_are_commented_and_warned(round_trip):
     """The deadline example's layout was chosen by the search; a new accelerator in the book
     keeps the pins, says they were chosen for other inputs, and how to let the search rerun."""

@@ -67,6 +67,7 @@ def test_the_plans_agree_value_for_value(catalog):
         assert scenario_digest(zh) == scenario_digest(en)   # one scenario version
 
 
+@pytest.mark.office
 @pytest.mark.parametrize("case", PAIRS)
 def test_names_and_formulas_are_the_english_ones(books, case):
     """Every formula is the English one, its string literals aside. A formula that computes a
@@ -105,6 +106,7 @@ def _refs(formula: str) -> set[str]:
     return set(re.findall(r"[A-Za-z_][A-Za-z0-9_.!$]*", formula))
 
 
+@pytest.mark.office
 @pytest.mark.parametrize("case", PAIRS)
 def test_every_value_agrees_after_recalculation(books, case):
     """Name by name, and cell by cell: numbers, dates and flags identical; text may differ."""
@@ -166,6 +168,7 @@ def test_the_zh_example_is_priced_in_yuan_on_a_domestic_quote(catalog):
     assert CJK.search(s.name) and CJK.search(s.description)
 
 
+@pytest.mark.office
 def test_a_chinese_book_says_its_language(books):
     """zh-CN in the book's properties (what `import` reads first); English books carry none."""
     from budget.inputs.importer import book_language

@@ -310,6 +310,7 @@ def _expected(plan, edits):
     return plan.model.evaluate(inputs, tables)
 
 
+@pytest.mark.office
 def test_owned_lines_recompute_when_the_reviewer_edits_electricity_and_pue(edited_books):
     plan, result, values, edits = edited_books["owned"]
     want = _expected(plan, edits)
@@ -320,6 +321,7 @@ def test_owned_lines_recompute_when_the_reviewer_edits_electricity_and_pue(edite
     assert want["energy_mwh"] < plan.values["energy_mwh"]                    # PUE 1.58 -> 1.2
 
 
+@pytest.mark.office
 def test_editing_the_fx_cell_moves_every_converted_line(edited_books):
     plan, result, values, edits = edited_books["cny"]
     want = _expected(plan, edits)
@@ -331,6 +333,7 @@ def test_editing_the_fx_cell_moves_every_converted_line(edited_books):
     assert want["staffing_cost"] == plan.values["staffing_cost"]            # typed in yuan
 
 
+@pytest.mark.office
 def test_the_new_lines_move_when_the_reviewer_edits_their_drivers(edited_books):
     plan, result, values, edits = edited_books["drivers"]
     want = _expected(plan, edits)

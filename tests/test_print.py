@@ -193,6 +193,7 @@ def printed(books, tmp_path_factory):
             for p in paths}
 
 
+@pytest.mark.office
 @pytest.mark.parametrize("paper", sorted(PAPERS))
 @pytest.mark.parametrize("name", BUNDLED)
 def test_printed_pages_are_legible(printed, books, name, paper):

@@ -11,6 +11,8 @@ from budget.model.model import build_model
 from budget.xlsx.recalc import formula_cells, is_error, relative_difference
 from conftest import EDIT_CASES, PLAIN_CASES
 
+pytestmark = pytest.mark.office      # every test reads the oracle
+
 TOLERANCE = 1e-9
 ISSUE_NAMES = ["gpu_type", "gpu_count", "model_params", "train_tokens", "mfu",
                "price_per_gpu_hour", "buffer_rate", "tp_size", "pp_size", "train_flops",

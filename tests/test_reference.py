@@ -170,6 +170,7 @@ def recalculated(tmp_path_factory, catalog, seed_h100):
     return result, values, imported
 
 
+@pytest.mark.office
 def test_every_reference_cell_agrees_with_libreoffice(recalculated):
     result, values, _ = recalculated
     got = values["generated"]
@@ -180,6 +181,7 @@ def test_every_reference_cell_agrees_with_libreoffice(recalculated):
     assert not off
 
 
+@pytest.mark.office
 def test_a_reviewers_edit_of_a_run_moves_its_estimate_as_the_model_does(recalculated, seed_h100):
     result, values, _ = recalculated
     plan, model = seed_h100, seed_h100.model
@@ -198,6 +200,7 @@ def test_a_reviewers_edit_of_a_run_moves_its_estimate_as_the_model_does(recalcul
     assert want["ref_tokens_per_gpu_s"][3] != pytest.approx(plan.values["ref_tokens_per_gpu_s"][3], rel=1e-3)
 
 
+@pytest.mark.office
 def test_the_importer_ignores_the_sheet(recalculated, seed_h100, catalog):
     """An edited run is evidence, not an assumption of the plan: the imported scenario is the
     generated one, and its plan lists the runs chosen for it again."""

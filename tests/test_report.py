@@ -150,6 +150,7 @@ def _pdf_of(tmp_path: Path, html: str, paper: str | None = None) -> Path:
     return pdf
 
 
+@pytest.mark.office
 def test_html_renders_in_chromium_to_a_non_blank_screenshot(tmp_path, seed_h100):
     from PIL import Image
 
@@ -167,6 +168,7 @@ def test_html_renders_in_chromium_to_a_non_blank_screenshot(tmp_path, seed_h100)
     assert colours > 50, "no charts or colours rendered"
 
 
+@pytest.mark.office
 @pytest.mark.parametrize("paper", ["A4", "letter"])
 def test_html_prints_on_a4_and_letter(tmp_path, seed_h100, paper):
     data = _pdf_of(tmp_path, render_html(seed_h100), paper).read_bytes()
@@ -211,6 +213,7 @@ def test_memo_lines_sit_under_not_in_the_total(seed_h100, render):
     assert text.index("599,943 USD", memo) > memo              # billed minus pure
 
 
+@pytest.mark.office
 @pytest.mark.parametrize("lang", ["en", "zh"])
 def test_chinese_text_renders_in_a_cjk_font(tmp_path, catalog, lang):
     """Scenario text in Chinese (a plan in yuan with Chinese role names), in the English report

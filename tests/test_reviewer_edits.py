@@ -35,6 +35,9 @@ from budget.xlsx.recalc import is_error, read_values, recalculate
 from budget.sheets.book import write_workbook
 from support import SCENARIOS, SEED_H100, plan_of, raw, require_soffice, require_tool, with_changes
 
+# Every test reads books LibreOffice recalculated (two, Gnumeric's too).
+pytestmark = pytest.mark.office
+
 TOLERANCE = 1e-9
 DEADLINE = SCENARIOS / "llama3-70b-h100-deadline.yaml"
 SEARCHED = {"parallelism": {}, "sources": {}, "hardware.effective_tflops": None,

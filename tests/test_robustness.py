@@ -493,6 +493,7 @@ def test_mutation_suite_exercised_both_outcomes():
 LIBREOFFICE_SAMPLE = 30
 
 
+@pytest.mark.office
 def test_a_sample_of_built_mutants_recalculates_without_error_cells(catalog, tmp_path):
     """A fixed sample (seeded, independent of the suite above) recalculated in one batch."""
     require_soffice()

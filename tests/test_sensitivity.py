@@ -168,6 +168,7 @@ def _range_cells(result, values, name):
     return [values.get(f"{sheet}!{col}{r}") for r in range(a, b + 1)]
 
 
+@pytest.mark.office
 def test_tornado_is_sorted_live_by_swing(recalculated):
     result, plain, _ = recalculated
     labels = {u[1] for u in UNCERTAIN.values()}
@@ -178,6 +179,7 @@ def test_tornado_is_sorted_live_by_swing(recalculated):
     assert swings == sorted(swings, reverse=True)
 
 
+@pytest.mark.office
 def test_edited_spread_moves_the_high_total_and_the_p90(recalculated):
     result, plain, edited = recalculated
     high_before = _range_cells(result, plain, "sensitivity_high_total")
@@ -194,6 +196,7 @@ def test_edited_spread_moves_the_high_total_and_the_p90(recalculated):
     assert low_mfu > _range_cells(result, plain, "sensitivity_low_total")[keys.index("mfu")]
 
 
+@pytest.mark.office
 def test_range_names_are_in_the_book(recalculated):
     result, plain, _ = recalculated
     p10, p50, p90 = (plain[result.names[n]] for n in ("total_cost_p10", "total_cost_p50", "total_cost_p90"))

@@ -210,6 +210,7 @@ def recalculated(tmp_path_factory, catalog, staged):
     return result, values, plan_of(imported.data, catalog, "edited").values
 
 
+@pytest.mark.office
 def test_every_stage_cell_agrees_with_libreoffice(recalculated):
     result, values, _ = recalculated
     got = values["generated"]
@@ -220,6 +221,7 @@ def test_every_stage_cell_agrees_with_libreoffice(recalculated):
     assert not off
 
 
+@pytest.mark.office
 def test_a_reviewers_fourth_stage_moves_the_book_as_the_plan_moves(recalculated):
     result, values, replanned = recalculated
     book, names = values["edited"], result.names
