@@ -37,11 +37,15 @@ def soffice_path() -> str | None:
     return shutil.which("soffice") or shutil.which("libreoffice")
 
 
-def recalculate(books: list[Path], outdir: Path, timeout: float = 300) -> dict[Path, Path]:
+def recalculate(books: list[Path], outdir: Path, timeout: float | None = None) -> dict[Path, Path]:
     """Recalculate `books` in one LibreOffice call; returns original path -> recalculated copy.
 
-    Input file names must be unique: LibreOffice names each output after its input.
+    Input file names must be unique: LibreOffice names each output after its input. The call is
+    stopped after `timeout` seconds, by default 2 minutes plus 30 s a book: a guard against a hung
+    soffice, generous enough for a loaded machine (a book takes ~5 s on a quiet one).
     """
+    if timeout is None:
+        timeout = 120 + 30 * len(books)
     soffice = soffice_path()
     if not soffice:
         raise RecalcError("LibreOffice (soffice) is not installed")  # i18n: not text
