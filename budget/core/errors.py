@@ -17,35 +17,8 @@ from pydantic import BaseModel, ValidationError
 from pydantic_core import PydanticCustomError
 
 from .i18n import DEFAULT_LANG, fmt
+from .message import Msg, say  # noqa: F401 (the names every layer imports from here)
 from .limits import MAX_YAML_BYTES, MAX_YAML_DEPTH  # noqa: F401 (catalog.py imports them from here)
-
-
-class Msg:
-    """A message id (budget/messages/<lang>/*.yaml) and its named figures, rendered when read.
-    A figure may itself be a Msg (or anything with `render(lang)`): it is rendered in the same
-    language; other figures are formatted by the message's own placeholders ({count:,})."""
-
-    __slots__ = ("key", "figures")
-
-    def __init__(self, key: str, /, **figures):
-        self.key = key
-        self.figures = figures
-
-    def render(self, lang: str = DEFAULT_LANG) -> str:
-        return fmt(self.key, lang, **{k: say(v, lang) for k, v in self.figures.items()})
-
-    def __str__(self) -> str:
-        return self.render()
-
-    def __repr__(self) -> str:
-        figures = "".join(f", {k}={v!r}" for k, v in self.figures.items())
-        return f"Msg({self.key!r}{figures})"
-
-    def __eq__(self, other) -> bool:
-        return isinstance(other, Msg) and (self.key, self.figures) == (other.key, other.figures)
-
-    def __hash__(self) -> int:
-        return hash(self.key)
 
 
 class Lower:
@@ -80,12 +53,6 @@ class Joined:
 
     def __repr__(self) -> str:
         return f"Joined({list(self.items)!r}, {self.sep!r})"
-
-
-def say(value, lang: str = DEFAULT_LANG):
-    """A figure or a text in `lang`: a Msg rendered, anything else as it is."""
-    render = getattr(value, "render", None)
-    return render(lang) if callable(render) and not isinstance(value, (str, bytes)) else value
 
 
 def text_in(value, lang: str = DEFAULT_LANG) -> str:

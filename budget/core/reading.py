@@ -29,7 +29,7 @@ import zipfile
 from pathlib import Path
 
 from . import limits
-from .errors import Msg
+from .message import Msg
 
 
 class ReadRefused(Exception):
