@@ -442,7 +442,7 @@ def test_widths_count_cjk_characters_twice(zh_book):
     assert wrapped_lines("场景 gpt3-175b-h100.yaml：data.train_tokens（seed 002 section 1）", 35) == 3
     _, _, wb = zh_book
     ws = wb["Cashflow"]       # a long Chinese label in column A wraps and its row grows
-    label = _zh("workbook.cashflow.periods.reserved_term")
+    label = _zh("items.cashflow_reserved_term.label")      # the row's item's label (issue 24)
     cell = next(c for c in ws["A"] if c.value == label)
     assert cell.alignment.wrap_text and (ws.row_dimensions[cell.row].height or 15) >= 30
 
