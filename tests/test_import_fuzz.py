@@ -124,3 +124,14 @@ def test_import_fuzzer_full(books, tmp_path):
     stats = check(run_fuzzer(books, list(range(FAST_CASES, FAST_CASES + FULL_CASES)), tmp_path, workers=2))
     print(f"import fuzzer: {dict(stats)}")
     assert stats["accepted"] >= 50, stats
+
+
+def test_the_worker_reports_its_own_peak_memory_not_the_parents(books, tmp_path):
+    """Linux carries a parent's high-water mark into ru_maxrss across fork and exec: a pytest process
+    grown over a whole suite made every worker report 611 MB (CI failed on it). A parent holding 400 MB
+    must not lift the worker's figure."""
+    ballast = bytearray(400 << 20)
+    ballast[::4096] = b"\x01" * len(range(0, len(ballast), 4096))     # touched, so it is resident
+    results = run_fuzzer(books, [0, 1, 2], tmp_path)
+    assert max(r["max_rss_mb"] for r in results) < 300
+    del ballast
