@@ -166,9 +166,11 @@ def _tables(b: ModelBuilder) -> None:
 # The uncertain inputs of the Sensitivity sheet: key -> (the input it moves, how the spread
 # applies to the base value, default low and high). Low and high are read as the input's P10
 # and P90 for the range (P10/P50/P90 of the total). Each one's label and citation are the
-# messages uncertain.<key>.label and uncertain.<key>.cite.
+# messages uncertain.<key>.label and uncertain.<key>.cite. A default of None is the catalog's:
+# the model error's low and high are the P10 and P90 of the planner's held-out step-time errors
+# (catalogs/model_error.yaml, issue 25), bound by budget/inputs/bind.py.
 UNCERTAIN_SPREADS = {
-    "mfu": ("mfu_shift", "points", -0.10, 0.10),
+    "model_error": ("model_error_factor", "factor", None, None),
     "price_per_gpu_hour": ("price_per_gpu_hour", "factor", 0.85, 1.35),
     "train_tokens": ("train_tokens", "factor", 0.9, 1.1),
     "interruption_rate": ("interruption_rate_per_gpu_hour", "factor", 0.5, 2.0),
@@ -484,12 +486,13 @@ def _inputs(b: ModelBuilder) -> _Inputs:
         label, cite = b.text(f"uncertain.{key}.label"), b.text(f"uncertain.{key}.cite")
         for end, value in (("low", low), ("high", high)):
             # A spread in points is stored as a fraction (0.10) and read as percentage points.
-            figure = f"{value * 100:+g}" if spread == "points" else f"{value:g}"
+            figure = f"{value * 100:+g}" if spread == "points" else f"{value:g}" if value is not None else None
             add(f"unc_{key}_{end}", unit, kind=kind, minimum=-1 if spread == "points" else 0, maximum=10,
                 path=f"uncertainty.{key}.{end}",
                 label=b.text(f"uncertain.input.label_{spread}").format(
                     label, b.text(f"uncertain.input.{end}")),
-                cite=b.text(f"uncertain.input.cite_{spread}").format(figure, cite))
+                cite=(b.text(f"uncertain.input.cite_{spread}").format(figure, cite) if figure is not None
+                      else b.text("uncertain.input.cite_catalog").format(cite)))
 
     b.input_section("stages")
     add("stage_name", "text", kind="range_text", path="stages[].name", codec="text")
@@ -551,9 +554,9 @@ def _inputs(b: ModelBuilder) -> _Inputs:
     constant("ep_all_to_all_passes", "×", 4.0, minimum=0)
     constant("token_id_bytes", "bytes", 2.0, minimum=1)
     constant("p90_probability", "fraction", 0.9, minimum=0, maximum=1, kind="fraction")
-    # points added to the MFU in use (typed, reference or fitted): 0 in the plan; the Sensitivity
-    # sheet's MFU what-ifs move it
-    constant("mfu_shift", "points", 0.0, minimum=-1, maximum=1, kind="fraction")
+    # the step time's factor (× the step time, ÷ the MFU in use: typed, reference or fitted): 1 in
+    # the plan; the Sensitivity sheet's model-error what-ifs move it (issue 25)
+    constant("model_error_factor", "×", 1.0, minimum=0)
     constant("small_vocab_limit", "tokens", 65536.0, minimum=1)
     constant("ffn_width_per_hidden", "×", 4.0, minimum=1)
     constant("gated_ffn_matrices", "matrices", 3.0, minimum=3, maximum=3)
@@ -772,9 +775,9 @@ def _stage_rows(b: ModelBuilder, targets) -> None:
 
 
 def _shifted(i: _Inputs, mfu: Expr) -> Expr:
-    """An MFU with a what-if's shift in points (mfu_shift, 0 in the plan), kept within half of it
-    and 100%: an MFU cannot fall to 0 or pass 1."""
-    return IF(i.mfu_shift.eq(0), mfu, MIN(1, MAX(mfu + i.mfu_shift, mfu / 2)))
+    """An MFU with a what-if's model error (model_error_factor, 1 in the plan: the step time × it,
+    so the MFU ÷ it), at most 100%."""
+    return IF(i.model_error_factor.eq(1), mfu, MIN(1, mfu / i.model_error_factor))
 
 
 def _stage_figures(b: ModelBuilder, i: _Inputs) -> Expr:
