@@ -580,6 +580,11 @@ class Spread(_Section):
     high: _number(ge=-1, le=10)
 
 
+class ApprovalSection(_Section):
+    """What the package asks finance to approve (issue 25): this percentile of the total (P50-P95)."""
+    percentile: _number(ge=50, le=95) = 80.0
+
+
 class CatalogSpread(_Section):
     """A spread whose low and high default to the catalog's (blank: catalogs/model_error.yaml)."""
     low: _number(ge=0, le=10) | None = None
@@ -698,6 +703,7 @@ class Scenario(_Section):
     stages: list[Stage] = []
     calibration: CalibrationSection = CalibrationSection()
     buffer_rate: _number(ge=0, le=1) = 0.20
+    approval: ApprovalSection = ApprovalSection()
     plausibility: PlausibilitySection = PlausibilitySection()
     constants: ConstantsSection = ConstantsSection()
     uncertainty: UncertaintySection = UncertaintySection()

@@ -465,7 +465,10 @@ def _inputs(b: ModelBuilder) -> _Inputs:
     add("deployment_weeks", "weeks", minimum=0, path="schedule.deployment_weeks")
 
     b.input_section("contingency")
-    add("buffer_rate", "fraction of subtotal", kind="fraction", minimum=0, maximum=1, path="buffer_rate")
+    add("buffer_rate", "fraction of total", kind="fraction", minimum=0, maximum=1, path="buffer_rate")
+    # issue 25: the ask is this percentile of the total (the range's lognormal, Sensitivity sheet);
+    # the flat buffer is shown as the percentile it would cover, not added
+    add("approval_percentile", "percentile", minimum=50, maximum=95, path="approval.percentile")
 
     b.input_section("plausibility")
     add("tokens_per_param_low", "tokens/parameter", minimum=0, path="plausibility.tokens_per_param_low")
@@ -1265,9 +1268,11 @@ def _timeline(b: ModelBuilder, i: _Inputs) -> None:
 # Cashflow sheet show them; what the total adds after them; and the memo lines beside them.
 COST_LINES = ("cluster_cost", "experiment_cost", "rollback_cost", "post_training_cost", "serving_cost",
               "network_cost", "storage_cost", "staffing_cost")
-AFTER_SUBTOTAL = ("buffer_cost", "vat_in_total")
-MEMO_LINES = ("rental_cost", "rental_gap_cost", "billed_rental_cost", "reserved_unused_cost",
-              "energy_cost_equivalent", "vat_recoverable_memo")
+AFTER_SUBTOTAL = ("vat_in_total",)
+# the flat buffer is a memo (issue 25): the ask is a percentile of the total, not the total plus
+# a buffer, so the buffer is shown with the percentile it would cover, never added
+MEMO_LINES = ("buffer_cost", "buffered_total_cost", "rental_cost", "rental_gap_cost", "billed_rental_cost",
+              "reserved_unused_cost", "energy_cost_equivalent", "vat_recoverable_memo")
 
 
 def _fx(currency_input: str) -> Expr:
@@ -1395,12 +1400,14 @@ def _cost(b: ModelBuilder, i: _Inputs) -> None:
     b.section("total")
     subtotal = b.item("subtotal_cost", "currency",
                       cluster + experiments + rollback + post + serving + network + storage + staffing)
-    buffer = b.item("buffer_cost", "currency", subtotal * i.buffer_rate)
-    vat = b.item("vat_cost", "currency", (subtotal - staffing) * (1 + i.buffer_rate) * i.vat_rate)
+    vat = b.item("vat_cost", "currency", (subtotal - staffing) * i.vat_rate)
     vat_in = b.item("vat_in_total", "currency", IF(i.vat_recoverable.eq("yes"), 0, vat))
     b.item("vat_recoverable_memo", "currency", IF(i.vat_recoverable.eq("yes"), vat, 0))
-    total = b.item("total_cost", "currency", subtotal + buffer + vat_in)
+    # the point estimate: no contingency in it (the ask, a percentile of it, is the contingency)
+    total = b.item("total_cost", "currency", subtotal + vat_in)
     b.item("cost_per_gpu_hour_all_in", "currency/GPU-h", total / r("gpu_hours"))
+    buffer = b.item("buffer_cost", "currency", total * i.buffer_rate)
+    b.item("buffered_total_cost", "currency", total + buffer)
     b.section("cashflow")
     res_start = b.item("reservation_start", "date", r("training_start") + i.queue_days)
     held = MAX(r("project_months"), months, i.staff_months)   # blank staff months: the project's
@@ -1489,7 +1496,7 @@ def _checks(b: ModelBuilder, i: _Inputs) -> None:
             detail=sentence(b, "check_deadline_gpus", r("deadline_gpus"), i.gpu_count))
 
     b.section("arithmetic")
-    b.check("check_costs_add_up", ABS(r("total_cost") - SUM(*(r(n) for n in COST_LINES)) * (1 + i.buffer_rate)
+    b.check("check_costs_add_up", ABS(r("total_cost") - SUM(*(r(n) for n in COST_LINES))
                 - r("vat_in_total")) <= r("total_cost") / 1000 / 1000 / 1000,
             detail=sentence(b, "check_costs_add_up"))
     b.check("check_owned_priced", OR(i.ownership.eq("rented"), r("node_price_used") > 0),
@@ -1497,9 +1504,11 @@ def _checks(b: ModelBuilder, i: _Inputs) -> None:
     b.check("check_fx_rates",
             AND(*(ISNUMBER(r(n)) for n, _ in FX_FACTORS)),
             detail=sentence(b, "check_fx_rates", i.currency))
+    # the total with the flat buffer too: the ask is read beside it (issue 25)
     b.check("check_outputs_computable", AND(ISNUMBER(r("total_cost")), ISNUMBER(r("train_days")),
                                             ISNUMBER(r("gpu_hours")), ISNUMBER(r("memory_per_gpu_gb")),
-                                            ISNUMBER(r("project_end")), ISNUMBER(i.gpu_count)),
+                                            ISNUMBER(r("project_end")), ISNUMBER(i.gpu_count),
+                                            ISNUMBER(r("buffered_total_cost"))),
             detail=sentence(b, "check_outputs_computable"))
 
     b.section("stages")

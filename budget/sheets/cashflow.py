@@ -22,8 +22,9 @@ start (so no formula divides by zero):
 * `storage_cost` over the months held from the project start; `staffing_cost` by the month's
   share of the staffing table at its rates, each role paid from the project start for its months
   (blank months: the project's length);
-* the buffer: the buffer rate × the month's subtotal; VAT: (the month's subtotal - its staffing)
-  × (1 + buffer rate) × the VAT rate, none when VAT is recoverable.
+* VAT: (the month's subtotal - its staffing) × the VAT rate, none when VAT is recoverable. The
+  flat buffer is no line of the bill (issue 25: the ask is a percentile of the total), so none
+  of a month either.
 
 Totals per month (`cashflow_month_total`), per calendar year and per fiscal year (its start
 month an input; a fiscal year is named by the calendar year in which it ends). Every expected
@@ -271,22 +272,17 @@ def write_cashflow(w, ws, plan) -> None:
         lines[name] = s.line(first_line + k, label, "currency", MONEY, text, values, (name, v[name]))
     last_line = first_line + len(COST_LINES) - 1
     staff_line = first_line + COST_LINES.index("staffing_cost")
-    r_sub, r_buf, r_vat, r_tot, r_cum = range(last_line + 1, last_line + 6)
+    r_sub, r_vat, r_tot, r_cum = range(last_line + 1, last_line + 5)
     subs = s.line(r_sub, tx("workbook.cashflow.lines.subtotal"), "currency", MONEY, lambda x: f"SUM({x}{first_line}:{x}{last_line})",
                   [math.fsum(p) for p in zip(*lines.values())], ("subtotal_cost", v["subtotal_cost"]))
-    rate = v["buffer_rate"]
-    bufs = s.line(r_buf, tx("workbook.cashflow.lines.buffer"), "currency", MONEY,
-                  lambda x: f"{x}{r_sub}*buffer_rate", [x * rate for x in subs],
-                  ("buffer_cost", v["buffer_cost"]))
     recoverable = _eq(v["vat_recoverable"], "yes")
     vats = s.line(r_vat, tx("workbook.cashflow.lines.vat"), "currency", MONEY,
-                  lambda x: (f'IF(vat_recoverable="yes",0,({x}{r_sub}-{x}{staff_line})'
-                             f"*(1+buffer_rate)*vat_rate)"),
-                  [0.0 if recoverable else _sub(a, b) * (1 + rate) * v["vat_rate"]
+                  lambda x: f'IF(vat_recoverable="yes",0,({x}{r_sub}-{x}{staff_line})*vat_rate)',
+                  [0.0 if recoverable else _sub(a, b) * v["vat_rate"]
                    for a, b in zip(subs, lines["staffing_cost"])],
                   ("vat_in_total", v["vat_in_total"]))
-    tots = s.line(r_tot, tx("workbook.cashflow.lines.total"), "currency", MONEY, lambda x: f"{x}{r_sub}+{x}{r_buf}+{x}{r_vat}",
-                  [a + b + c for a, b, c in zip(subs, bufs, vats)], ("total_cost", v["total_cost"]), bold=True)
+    tots = s.line(r_tot, tx("workbook.cashflow.lines.total"), "currency", MONEY, lambda x: f"{x}{r_sub}+{x}{r_vat}",
+                  [a + c for a, c in zip(subs, vats)], ("total_cost", v["total_cost"]), bold=True)
     w.define("cashflow_month_total", ws, s.span(r_tot, True))
     cum, running = [], 0.0
     for t in tots:
@@ -407,7 +403,7 @@ def _year_table(s: _Sheet, row: int, heading: str, key_row: int, keys: list[floa
 
 
 def month_totals(result) -> list[tuple[float, float]]:
-    """(first day of the month, total spent in it, buffer and VAT included) for every month of a
+    """(first day of the month, total spent in it, VAT included) for every month of a
     written workbook's Cashflow sheet: the values its formulas compute (`WorkbookResult.expected`),
     which add up to `total_cost` when the months cover the spending (`check_cashflow_fits`)."""
     def cells(name: str) -> list:
