@@ -235,9 +235,9 @@ def test_a_chinese_plan_warns_and_cites_in_its_language(catalog, seed_h100):
     zh = seed_plan(catalog, language="zh")
     assert zh.lang == "zh" and dict(zh.values) == dict(seed_h100.values)
     v, model = zh.values, zh.model
-    want = ([fmt("plan.warnings.check_failing", "zh", sentence=c.sentence(v), fix=c.fix)
+    want = ([fmt("plan.warnings.check_failing", "zh", sentence=c.sentence(v), fix=zh.fix_of(c))
              for c in model.checks() if v[c.name] != 0]
-            + [fmt("plan.warnings.warning", "zh", sentence=w.sentence(v), fix=w.fix)
+            + [fmt("plan.warnings.warning", "zh", sentence=w.sentence(v), fix=zh.fix_of(w))
                for w in model.warnings() if v[w.name]])
     assert list(zh.warnings) == want and len(want) == len(seed_h100.warnings) > 0
     assert all(CJK.search(w) for w in zh.warnings)
@@ -407,10 +407,11 @@ def test_the_levers_that_do_not_fit_say_so(catalog):
     assert problem.fix == (
         "ways out, cheapest first: NVIDIA GB200 NVL72 (per GPU) (hardware.accelerator: nvidia_gb200), the "
         "catalog's smallest memory that fits, at 64 GPUs as TP 8 × PP 1 × DP 8, micro-batch 1, no ZeRO, no "
-        "recomputation, sequence parallel: 69.4 training days, total 727,327 USD at the scenario's price per "
+        "recomputation, sequence parallel (163.8 of 167.4 GB per GPU): 69.4 training days, total 727,327 USD at "
+        "the scenario's price per "
         "GPU-hour × 2.07 (the catalog's median on-demand prices, 10.50 against 5.07 USD); "
         "ZeRO-1 (parallelism.zero_stage: 1) fits on 64 GPUs as TP 8 × PP 1 × DP 8, micro-batch 1, ZeRO-1, no "
-        "recomputation, sequence parallel: 174.7 training days, total 818,925 USD, 91,597 USD more; "
+        "recomputation, sequence parallel (71.9 of 72.0 GB per GPU): 174.7 training days, total 818,925 USD, 91,597 USD more; "
         "even full recomputation does not fit; no GPU count that splits the batch fits")
     # the GB200's total is the plan at that accelerator and the scaled price
     way = _ways(problem)[0].figures

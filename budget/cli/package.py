@@ -90,7 +90,7 @@ def check_results(plan: Plan) -> list[dict]:
         status = "pass" if passed else ("fail" if item.kind == "check" else "warn")
         out.append({"name": item.name, "kind": item.kind, "label": item.label, "status": status,
                     "passed": passed, "sentence": item.label if passed else item.sentence(plan.values),
-                    "fix": item.fix})
+                    "fix": plan.fix_of(item)})
     return out
 
 

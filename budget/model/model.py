@@ -585,6 +585,10 @@ def _generated(b: ModelBuilder) -> None:
     """gen_<name>: the value each search input and catalog figure had when the search ran."""
     b.input_section("at_generation")
     b.input("layout_searched", "yes/no", kind="generated_text")
+    # issue 25: a pinned recomputation or compute precision whose removal left memory, days and
+    # cost within 0.1% when the plan was generated (budget/plan/plan.py): its value then, else blank
+    b.input("inert_recompute", "mode", kind="generated_text", optional=True)
+    b.input("inert_compute_precision", "mode", kind="generated_text", optional=True)
     for name in (*SEARCH_INPUTS, *SEARCH_ITEMS):
         source = b.model.inputs.get(name) or b.model.items.get(name)
         kind = "generated_text" if source.unit in {"catalog id", "yes/no", "mode", "text"} else "generated"
@@ -1472,6 +1476,14 @@ def _checks(b: ModelBuilder, i: _Inputs) -> None:
             detail=sentence(b, "check_batch_divides", ROUND(r("dp_size") * i.micro_batch_size, 2),
                             i.global_batch_sequences))
 
+    # issue 25: active parameters typed without an MoE shape are ignored (the plan is dense, every
+    # parameter active): a 10x budget that would otherwise pass every check
+    b.check("check_active_params_need_moe", OR(NOT(ISNUMBER(i.active_params_override)), ISNUMBER(i.moe_experts)),
+            detail=sentence(b, "check_active_params_need_moe",
+                            ROUND(IF(ISNUMBER(i.active_params_override), i.active_params_override, 0)
+                                  / 1000 / 1000 / 1000, 1),
+                            ROUND(r("model_params") / 1000 / 1000 / 1000, 1)))
+
     b.section("memory")
     b.check("check_memory_fits", r("memory_per_gpu_gb") <= r("usable_hbm_gb"),
             detail=sentence(b, "check_memory_fits", gb(r("memory_per_gpu_gb")), gb(r("usable_hbm_gb"))))
@@ -1588,6 +1600,16 @@ def _checks(b: ModelBuilder, i: _Inputs) -> None:
               AND(r("gpu_power_kw") > 0, OR(ISNUMBER(i.node_overhead_kw), ISNUMBER(_acc("node_overhead_kw")))),
               detail=sentence(b, "warn_power_known", r("accelerator_name")))
     _pilot_warning(b, i)
+    # issue 25: a setting that changes nothing is not what makes the plan work (while the setting
+    # is the one found inert at generation)
+    inert_rec = AND(r("inert_recompute").ne(""), i.recompute.eq(r("inert_recompute")))
+    inert_prec = AND(r("inert_compute_precision").ne(""), i.compute_precision.eq(r("inert_compute_precision")))
+    b.warning("warn_setting_inert", NOT(OR(inert_rec, inert_prec)),
+              detail=sentence(b, "warn_setting_inert",
+                              words(IF(inert_rec, lift(b.text("items.warn_setting_inert.recompute")).concat(i.recompute), ""),
+                                    IF(AND(inert_rec, inert_prec), b.text("items.warn_setting_inert.join"), ""),
+                                    IF(inert_prec, lift(b.text("items.warn_setting_inert.precision"))
+                                       .concat(i.compute_precision), ""))))
     # issue 13: the reference model (a baseline MFU, typed or the catalog's typical one, × the
     # layout efficiency ÷ reference_layout_efficiency) is deprecated, not removed: a plan that
     # still scales by it says so (an all-in utilisation or a typed layout efficiency does not)

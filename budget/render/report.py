@@ -77,8 +77,8 @@ def status(plan: Plan) -> dict:
     """What the report leads with: approvable or not, each failing check and each warning in
     words with its fix. The same sentences as the workbook's Summary rows."""
     model, v, words = plan.model or build_model(plan.lang), plan.values, Words(plan.lang)
-    checks = [{"text": c.sentence(v), "fix": c.fix} for c in model.checks() if v[c.name] != 0]
-    warnings = [{"text": w.sentence(v), "fix": w.fix} for w in model.warnings() if v[w.name] != 0]
+    checks = [{"text": c.sentence(v), "fix": plan.fix_of(c)} for c in model.checks() if v[c.name] != 0]
+    warnings = [{"text": w.sentence(v), "fix": plan.fix_of(w)} for w in model.warnings() if v[w.name] != 0]
     n = len(checks)
     state = (words("report.status.all_pass") if not n else words("report.status.one_fails") if n == 1
              else words("report.status.many_fail", count=n))

@@ -1496,8 +1496,9 @@ class _Writer:
         self.unit_cell(ws, row, 3, item.unit)
         put_text(ws.cell(row, 4), item.name)
         set_font(ws.cell(row, 4), NAME_FONT)
-        if item.fix or item.note:
-            put_text(ws.cell(row, 5), item.fix or item.note)
+        fix = self.plan.fix_of(item) if item.is_flag else item.fix
+        if fix or item.note:
+            put_text(ws.cell(row, 5), fix or item.note)
         self.define(item.name, ws, f"$B${row}")
         if item.is_flag or item.name == "master_check":
             self.flag_format(ws, cell.coordinate, item.kind == "warning")
