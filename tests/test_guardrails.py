@@ -100,7 +100,7 @@ def test_a_setting_that_changes_the_plan_does_not_warn(catalog):
     without = plan_of(with_changes(raw(SEED_H100), {**USEFUL_RECOMPUTE, "parallelism.recompute": "none"}),
                       catalog, "without")
     assert plan.values["memory_per_gpu_gb"] < 0.9 * without.values["memory_per_gpu_gb"]
-    assert plan.values["warn_setting_inert"] == 0 and plan.inputs["inert_recompute"].value == ""
+    assert plan.values["warn_setting_inert"] == 0 and plan.inputs["inert_recompute"].value == "no"
     assert "changes neither" not in plan.layout.explanation
 
 
@@ -181,9 +181,15 @@ def test_guardrails_hold_in_libreoffice(recalculated):
 
 @pytest.mark.office
 def test_the_memory_fix_is_on_the_checks_sheet(recalculated):
+    """Written for the plan, its currency a formula over the currency cell (long texts cut into
+    constants Excel accepts), and LibreOffice shows the planner's words."""
     result, plan, values = recalculated["seed"]
     sheet, cell = result.names["check_memory_fits"].split("!")
     wb = openpyxl.load_workbook(io.BytesIO(result.data))
-    fix = wb[sheet][f"E{cell[1:]}"].value
-    assert fix == plan.fix_of(plan.model.items["check_memory_fits"]) and fix.startswith("Ways out, cheapest first: ")
+    formula = wb[sheet][f"E{cell[1:]}"].value
+    assert formula.startswith("=") and "currency" in formula
+    assert max(len(x) for x in re.findall(r'"((?:[^"]|"")*)"', formula)) <= 255
+    fix = plan.fix_of(plan.model.items["check_memory_fits"])
+    assert fix.startswith("Ways out, cheapest first: ")
+    assert result.expected[f"{sheet}!E{cell[1:]}"] == fix == values[f"{sheet}!E{cell[1:]}"]
     assert values[result.names["check_memory_fits"]] == 1

@@ -184,7 +184,7 @@ def test_reports_lead_with_the_status_and_the_failing_checks(seed_h100):
     html = render_html(seed_h100)
     status = text.index("## Status: NOT APPROVABLE: 1 check fails")
     assert status < text.index("## At a glance")
-    assert "- **Layout does not fit in memory: 89.1 &gt; 72 GB per GPU.** Fix: Raise tp/pp" in text
+    assert "- **Layout does not fit in memory: 89.1 &gt; 72 GB per GPU.** Fix: Ways out, cheapest first: " in text
     assert "Staffing is paid for 6 months, the project runs 8.6" in text
     assert "**Total (point estimate; indicative: checks fail)**" in text
     assert "| **The ask: P80 of the total (indicative: checks fail)** | **6,633,013 USD** | |" in text

@@ -1602,8 +1602,9 @@ def _checks(b: ModelBuilder, i: _Inputs) -> None:
     _pilot_warning(b, i)
     # issue 25: a setting that changes nothing is not what makes the plan work (while the setting
     # is the one found inert at generation)
-    inert_rec = AND(r("inert_recompute").ne(""), i.recompute.eq(r("inert_recompute")))
-    inert_prec = AND(r("inert_compute_precision").ne(""), i.compute_precision.eq(r("inert_compute_precision")))
+    # ("no" when none was: no setting is called so)
+    inert_rec = i.recompute.eq(r("inert_recompute"))
+    inert_prec = i.compute_precision.eq(r("inert_compute_precision"))
     b.warning("warn_setting_inert", NOT(OR(inert_rec, inert_prec)),
               detail=sentence(b, "warn_setting_inert",
                               words(IF(inert_rec, lift(b.text("items.warn_setting_inert.recompute")).concat(i.recompute), ""),

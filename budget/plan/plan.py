@@ -60,6 +60,19 @@ ACTIVATION_MODES = {
 }
 
 
+CURRENCY_MARK = "\x00"     # i18n: not text (stands for the currency code in a rendered fix)
+
+
+def _with_currency(figure, currency: str):
+    """A message with every `currency` figure in it, nested ones too, set to `currency`."""
+    if isinstance(figure, Msg):
+        return Msg(figure.key, **{k: currency if k == "currency" else _with_currency(v, currency)
+                                  for k, v in figure.figures.items()})
+    if isinstance(figure, Joined):
+        return Joined([_with_currency(x, currency) for x in figure.items], figure.sep)
+    return figure
+
+
 @dataclass(frozen=True)
 class Plan:
     scenario: Scenario
@@ -74,11 +87,19 @@ class Plan:
     options: tuple[tuple[str, "Plan"], ...] = ()   # the scenario's options, each a plan of its own
     # a failing check's fix written for this plan at generation (issue 25: the memory check's
     # lists the levers that bring the layout under the usable memory, each with its figures)
-    fixes: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
+    fixes: Mapping[str, Msg] = field(default_factory=lambda: MappingProxyType({}))
 
     def fix_of(self, item) -> str:
         """A check's or warning's fix: the plan's own where generation wrote one, else the model's."""
-        return self.fixes.get(item.name, item.fix)
+        fix = self.fixes.get(item.name)
+        return item.fix if fix is None else fix.render(self.lang)
+
+    def fix_pieces(self, name: str) -> list[str] | None:
+        """The plan's own fix of check `name` cut where the plan's currency stands (the workbook
+        puts its live currency cell there), or None where the model's fix stands."""
+        fix = self.fixes.get(name)
+        return None if fix is None else _with_currency(fix, CURRENCY_MARK).render(self.lang).split(CURRENCY_MARK)
+
 
     def __getitem__(self, name: str):
         return self.values[name]
@@ -274,7 +295,7 @@ def build_plan(s: Scenario, catalog: Catalog, scenario_id: str = "scenario",
         inputs.update(inert)
         values = _evaluate(model, _values(inputs), lookups, file)
         said = [fmt(f"plan.layout.inert.{name}", s.language, value=iv.value) for name, iv in inert.items()
-                if iv.value]
+                if iv.value != "no"]
         if said and layout.explanation:
             layout = replace(layout, explanation=layout.explanation + fmt(
                 "plan.layout.inert.sentence", s.language, settings=fmt("plan.layout.inert.join", s.language).join(said)))
@@ -282,11 +303,13 @@ def build_plan(s: Scenario, catalog: Catalog, scenario_id: str = "scenario",
     if values["check_memory_fits"] != 0:
         fix = _memory_fix(s, catalog, inputs, lookups, file)
         if fix is not None:
-            fixes["check_memory_fits"] = fix.render(s.language)
+            fixes["check_memory_fits"] = fix
     candidates = _candidate_values(model, _values(inputs), values, lookups, layout.candidates)
     _check_displayable(model, s, values, candidates, file)
     return Plan(s, scenario_id, MappingProxyType(inputs), MappingProxyType(values),
-                MappingProxyType(tables), tuple(_warnings(model, values, fixes)), layout, candidates, model,
+                MappingProxyType(tables),
+                tuple(_warnings(model, values, {k: m.render(s.language) for k, m in fixes.items()})),
+                layout, candidates, model,
                 fixes=MappingProxyType(fixes))
 
 
@@ -316,8 +339,8 @@ def _inert_settings(s: Scenario, model, inputs: Mapping[str, InputValue], values
                 without = None
             inert = without is not None and all(
                 abs(float(without[f]) - float(values[f])) <= INERT_TOLERANCE * abs(float(values[f])) for f in INERT_FIGURES)
-        out[name] = InputValue(value if inert else "", text("plan.sources.inert", s.language))
-    return out if any(iv.value for iv in out.values()) else {}
+        out[name] = InputValue(value if inert else "no", text("plan.sources.inert", s.language))
+    return out if any(iv.value != "no" for iv in out.values()) else {}
 
 
 def _memory_fix(s: Scenario, catalog: Catalog, inputs: Mapping[str, InputValue], lookups: Mapping,
@@ -355,7 +378,7 @@ def _structure(inputs: Mapping[str, InputValue], lang: str, weeks: int,
         value = values[name] if values is not None else (inputs[name].value if name in inputs else None)
         out[f"gen_{name}"] = InputValue(value, text("plan.sources.at_generation", lang))
     for name in INERT_SETTINGS:     # none found yet (_inert_settings, once the plan is evaluated)
-        out[name] = inputs.get(name, InputValue("", text("plan.sources.inert", lang)))
+        out[name] = inputs.get(name, InputValue("no", text("plan.sources.inert", lang)))
     return out
 
 

@@ -433,6 +433,19 @@ def _joined(parts: list) -> Expr:
     return out
 
 
+def text_with_currency(pieces: list[str], chunk: int = 250) -> Expr:
+    """Text pieces joined by the live currency cell, as one formula; each piece cut to at most
+    `chunk` characters (Excel refuses a text constant of more than 255 in a formula)."""
+    out: Expr | None = None
+    for k, piece in enumerate(pieces):
+        parts = [piece[i:i + chunk] for i in range(0, len(piece), chunk)]
+        if k:
+            parts.insert(0, Ref("currency"))
+        for part in parts:
+            out = lift(part) if out is None else out.concat(part)
+    return out if out is not None else lift("")
+
+
 def live_text(template: str, **figures) -> Expr:
     """A catalog sentence as a live formula: its text with the named figures (expressions over
     the workbook's cells) where its placeholders stand, so a translation may reorder them."""
@@ -1496,9 +1509,11 @@ class _Writer:
         self.unit_cell(ws, row, 3, item.unit)
         put_text(ws.cell(row, 4), item.name)
         set_font(ws.cell(row, 4), NAME_FONT)
-        fix = self.plan.fix_of(item) if item.is_flag else item.fix
-        if fix or item.note:
-            put_text(ws.cell(row, 5), fix or item.note)
+        pieces = self.plan.fix_pieces(item.name) if item.is_flag else None
+        if pieces is not None:      # written for this plan (issue 25): its currency live
+            self.live(ws, row, 5, text_with_currency(pieces))
+        elif item.fix or item.note:
+            put_text(ws.cell(row, 5), item.fix or item.note)
         self.define(item.name, ws, f"$B${row}")
         if item.is_flag or item.name == "master_check":
             self.flag_format(ws, cell.coordinate, item.kind == "warning")
