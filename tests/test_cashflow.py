@@ -148,7 +148,7 @@ def _rows_by_c(result) -> dict[str, int]:
 
 
 def month_totals(plan) -> list[tuple[float, float]]:
-    """(first day of the month, total spent in it, buffer and VAT included) for each of the plan's
+    """(first day of the month, total spent in it, VAT included) for each of the plan's
     months: what the decision page's quarters sum."""
     v = plan.values
     return list(zip(v["cashflow_month_start"], v["cashflow_month_total"]))
@@ -189,7 +189,7 @@ def test_the_plans_months_add_up_to_total_cost(catalog, case):
     assert math.fsum(t for _, t in totals) == pytest.approx(v["total_cost"], rel=TOLERANCE)
     rows = _rows_by_c(result)
     assert list(rows)[:len(COST_LINES)] == list(COST_LINES)     # the Cost sheet's lines, in order
-    for name in (*COST_LINES, "subtotal_cost", "buffer_cost", "vat_in_total", "total_cost"):
+    for name in (*COST_LINES, "subtotal_cost", "vat_in_total", "total_cost"):
         line = _month_values(result.expected, rows[name], months)
         assert math.fsum(line) == pytest.approx(v[name], rel=TOLERANCE, abs=1e-6), name
         assert min(line) >= -1e-9, name
@@ -309,7 +309,8 @@ def test_each_line_adds_up_to_its_cost_sheet_figure(books):
     """Sum of months (column B) equals the Cost sheet column (C) on every line, in every book
     the months cover; column C shows the very line items of the Cost sheet."""
     rows = _rows_by_c(books["base"])
-    assert list(rows) == [*COST_LINES, "subtotal_cost", "buffer_cost", "vat_in_total", "total_cost"]
+    # issue 25: the flat buffer is no line of the bill (a memo beside the ask), so none by month
+    assert list(rows) == [*COST_LINES, "subtotal_cost", "vat_in_total", "total_cost"]
     total_row = _row(books["names"]["base"], "cashflow_month_total")
     assert rows["total_cost"] == total_row
     for book, got in books["values"].items():
@@ -318,8 +319,8 @@ def test_each_line_adds_up_to_its_cost_sheet_figure(books):
         names = books["names"][book]
         ws = {k: v for k, v in got.items() if k.startswith("Cashflow!")}
         numeric = [r for r in range(5, total_row + 1) if isinstance(ws.get(f"Cashflow!C{r}"), (int, float))]
-        # 8 periods and the upfront payment, 8 lines, subtotal, buffer, VAT, total
-        assert len(numeric) == 9 + len(COST_LINES) + 4, book
+        # 8 periods and the upfront payment, 8 lines, subtotal, VAT, total
+        assert len(numeric) == 9 + len(COST_LINES) + 3, book
         for r in numeric:
             assert ws.get(f"Cashflow!B{r}", 0.0) == pytest.approx(ws[f"Cashflow!C{r}"], rel=TOLERANCE,
                                                                    abs=1e-6), (book, r)

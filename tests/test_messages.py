@@ -181,7 +181,7 @@ def test_model_texts_come_from_the_catalog():
     for key, (_, label, _, _, _, cite) in UNCERTAIN.items():
         assert (label, cite) == (t[f"uncertain.{key}.label"], t[f"uncertain.{key}.cite"])
     assert model.inputs["gen_gpu_count"].label == "GPUs when the layout was chosen"
-    assert model.inputs["unc_mfu_low"].label == "MFU: low (base +)"
+    assert model.inputs["unc_model_error_low"].label == "Model error (step time): low (base ×)"
 
 
 def test_messages_are_not_loaded_at_import():

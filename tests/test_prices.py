@@ -185,15 +185,16 @@ def test_a_missing_exchange_rate_is_one_clear_error(catalog):
     assert problem.path == "prices.fx_rates" and "USD" in problem.message and "JPY per USD" in problem.fix
 
 
-def test_vat_on_purchases_after_the_buffer_and_recoverable_vat_outside_the_total(catalog):
+def test_vat_on_purchases_and_recoverable_vat_outside_the_total(catalog):
     plan = seed(catalog, **{"prices.vat_rate": 0.06})
     v = plan.values
-    taxed = (v["subtotal_cost"] - v["staffing_cost"]) * 1.20
+    taxed = v["subtotal_cost"] - v["staffing_cost"]
     assert v["vat_cost"] == pytest.approx(taxed * 0.06)
-    assert v["buffer_cost"] == pytest.approx(0.20 * v["subtotal_cost"])     # the buffer is pre-tax
-    assert v["total_cost"] == pytest.approx(v["subtotal_cost"] * 1.20 + v["vat_cost"])
+    # issue 25: no buffer in the total; the flat buffer (a memo) is on the total, VAT included
+    assert v["total_cost"] == pytest.approx(v["subtotal_cost"] + v["vat_cost"])
+    assert v["buffer_cost"] == pytest.approx(0.20 * v["total_cost"])
     recoverable = seed(catalog, **{"prices.vat_rate": 0.06, "prices.vat_recoverable": True}).values
-    assert recoverable["total_cost"] == pytest.approx(v["subtotal_cost"] * 1.20)
+    assert recoverable["total_cost"] == pytest.approx(v["subtotal_cost"])
     assert recoverable["vat_recoverable_memo"] == pytest.approx(v["vat_cost"])
 
 

@@ -53,7 +53,7 @@ def test_the_chinese_report_declares_its_language_and_writes_dates_the_chinese_w
     assert "    正式训练 :training, 2027-03-01, 2027-08-26" in text        # Mermaid: ISO data
     assert "2027-01-04" not in html
     assert "## 状态：不可审批（1 项校验未通过）" in text
-    assert "按季度支出：2027年第1季度 863,958 USD；2027年第2季度" in text
+    assert "按季度支出：2027年第1季度 719,965 USD；2027年第2季度" in text
     assert '<text x="525.1" y="16" text-anchor="middle">2027年7月</text>' in html    # Gantt axis
     for english in ("Decision asked for", "At a glance", "Failure budget", "Key assumptions", "Total"):
         assert english not in html and english not in text, english
@@ -186,9 +186,10 @@ def test_reports_lead_with_the_status_and_the_failing_checks(seed_h100):
     html = render_html(seed_h100)
     status = text.index("## Status: NOT APPROVABLE: 1 check fails")
     assert status < text.index("## At a glance")
-    assert "- **Layout does not fit in memory: 89.1 &gt; 72 GB per GPU.** Fix: Raise tp/pp" in text
+    assert "- **Layout does not fit in memory: 89.1 &gt; 72 GB per GPU.** Fix: Ways out, cheapest first: " in text
     assert "Staffing is paid for 6 months, the project runs 8.6" in text
-    assert "**Total (indicative: checks fail)**" in text
+    assert "**Total (point estimate; indicative: checks fail)**" in text
+    assert "| **The ask: P80 of the total (indicative: checks fail)** | **6,633,013 USD** | |" in text
     assert html.index("Status: NOT APPROVABLE: 1 check fails") < html.index("At a glance")
     assert "Layout does not fit in memory: 89.1 &gt; 72 GB per GPU." in html
 
@@ -198,7 +199,7 @@ def test_a_passing_plan_says_so(catalog):
     plan = plan_of(raw(SCENARIOS / "llama3-70b-h100-deadline.yaml"), catalog, "deadline")
     assert not plan.failing_checks
     text = render_markdown(plan)
-    assert "## Status: All checks pass" in text and "| **Total** |" in text
+    assert "## Status: All checks pass" in text and "| **Total (point estimate)** |" in text and "| **The ask: P80 of the total** |" in text
     assert "indicative" not in text
     assert "Status: All checks pass" in render_html(plan)
 
@@ -206,11 +207,12 @@ def test_a_passing_plan_says_so(catalog):
 @pytest.mark.parametrize("render", [render_markdown, render_html])
 def test_memo_lines_sit_under_not_in_the_total(seed_h100, render):
     text = render(seed_h100)
-    total = text.index("Total (indicative: checks fail)", text.index("Cost</h2>" if "<h2>" in text else "## Cost"))
+    total = text.index("Total (point estimate; indicative: checks fail)", text.index("Cost</h2>" if "<h2>" in text else "## Cost"))
     memo = text.index("Not in the total")
     assert total < memo
     assert text.index("3,500,000 USD", memo) > memo            # the seed's pure-training rental
     assert text.index("599,943 USD", memo) > memo              # billed minus pure
+    assert text.index("5,466,340 USD", memo) > memo            # the total with the flat 20% buffer, not asked
 
 
 @pytest.mark.office

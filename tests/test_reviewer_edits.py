@@ -316,14 +316,16 @@ def test_mfu_zero_fails_closed(reviewed):
 def test_deleted_input_row_fails_closed(reviewed):
     """The reviewer deletes the contingency-buffer row on Inputs (the name `buffer_rate` becomes
     #REF!, as Excel does): the master check is a number above 0, the headline check fails, no
-    check cell is an error value."""
+    check cell is an error value. The buffer is no longer in the total (issue 25), so the total
+    stands and the total with the buffer does not."""
     book = reviewed["seed-buffer-row-deleted"]
     seed = reviewed["seed"]
     assert _is_number(book["master_check"]) and book["master_check"] > seed["master_check"]
     assert book.on_summary("master_check") == book["master_check"]
     assert book["check_outputs_computable"] == 1
     _assert_flags_are_numbers(book)
-    assert not _is_number(book["total_cost"]), book["total_cost"]
+    assert not _is_number(book["buffered_total_cost"]), book["buffered_total_cost"]
+    assert _is_number(book["total_cost"])
 
 
 # --- another accelerator -----------------------------------------------------------------------

@@ -37,14 +37,16 @@ def test_base_lies_between_low_and_high(plans, stem):
         assert a <= total * (1 + 1e-12) and total <= b * (1 + 1e-12), key
 
 
-def test_price_and_mfu_move_the_total_as_expected(plans):
+def test_price_and_model_error_move_the_total_as_expected(plans):
     plan = plans["gpt3-175b-h100"]
     by = {(c.key, c.end): c.values["total_cost"] for c in cases(plan)}
     assert by[("price_per_gpu_hour", "low")] < plan.total_cost < by[("price_per_gpu_hour", "high")]
-    # ±10 points of utilisation: a lower MFU costs more (seed example: -0.6M / +1.0M on rental)
-    assert by[("mfu", "high")] < plan.total_cost < by[("mfu", "low")]
-    rental_low = next(c for c in cases(plan) if c.key == "mfu" and c.end == "high").values["rental_cost"]
-    assert plan.rental_cost - rental_low == pytest.approx(0.636e6, rel=0.02)
+    # the model error is a factor on the step time: the GPU-hours and their rental scale with it
+    assert by[("model_error", "low")] < plan.total_cost < by[("model_error", "high")]
+    low = next(c for c in cases(plan) if c.key == "model_error" and c.end == "low")
+    assert low.values["rental_cost"] == pytest.approx(plan.rental_cost * low.value, rel=1e-12)
+    # the seed types its 450 TFLOPS: a constant-MFU rule, so its spread is that rule's held out
+    assert plan.inputs["unc_model_error_low"].source.startswith("catalogs/model_error.yaml: the utilisation is typed")
 
 
 @pytest.mark.parametrize("stem", BUNDLED)
@@ -143,7 +145,7 @@ def test_no_formula_is_written_as_text(plans, monkeypatch):
 
 @pytest.fixture(scope="module")
 def recalculated(tmp_path_factory, plans):
-    """The seed book, and the same book with the price's high value and the MFU's spread
+    """The seed book, and the same book with the price's high value and the model error's low
     edited on the Inputs sheet, recalculated in LibreOffice."""
     require_soffice()
     folder = tmp_path_factory.mktemp("sensitivity")
@@ -152,7 +154,7 @@ def recalculated(tmp_path_factory, plans):
     plain = folder / "sens.xlsx"
     plain.write_bytes(result.data)
     wb = openpyxl.load_workbook(io.BytesIO(result.data))
-    for name, value in (("unc_price_per_gpu_hour_high", 2.0), ("unc_mfu_low", -0.2)):
+    for name, value in (("unc_price_per_gpu_hour_high", 2.0), ("unc_model_error_low", 0.7)):
         sheet, cell = result.names[name].split("!")
         wb[sheet][cell].value = value
     edited = folder / "sens-edited.xlsx"
@@ -192,8 +194,8 @@ def test_edited_spread_moves_the_high_total_and_the_p90(recalculated):
         assert relative_difference(high_after[k], high_before[k]) <= 1e-9, keys[k]
     p90 = result.names["total_cost_p90"]
     assert edited[p90] > plain[p90]
-    low_mfu = _range_cells(result, edited, "sensitivity_low_total")[keys.index("mfu")]
-    assert low_mfu > _range_cells(result, plain, "sensitivity_low_total")[keys.index("mfu")]
+    low_error = _range_cells(result, edited, "sensitivity_low_total")[keys.index("model_error")]
+    assert low_error < _range_cells(result, plain, "sensitivity_low_total")[keys.index("model_error")]
 
 
 @pytest.mark.office

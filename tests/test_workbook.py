@@ -61,7 +61,8 @@ def test_inputs_are_styled_unlocked_and_validated(book):
     validations = {str(dv.sqref): dv for dv in ws.data_validations.dataValidation}
     for name, coord in result.names.items():
         sheet, cell = coord.split("!")
-        if sheet != "Inputs" or ":" in cell or name.startswith("gen_") or name == "layout_searched":
+        generated = name.startswith("gen_") or name in ("layout_searched", "inert_recompute", "inert_compute_precision")
+        if sheet != "Inputs" or ":" in cell or generated:
             continue
         c = ws[cell]
         assert c.font.color.rgb.endswith("0000FF") and c.fill.fgColor.rgb.endswith("FFF2CC"), name
@@ -183,19 +184,21 @@ def test_summary_total_is_labelled_indicative_and_memo_lines_sit_below_it(book):
     total = next(c for row in ws.iter_rows() for c in row if c.value == "=total_cost")
     label = ws.cell(total.row, 1)
     assert label.data_type == "f" and result.expected[f"Summary!{label.coordinate}"] == \
-        "Total (indicative: checks fail)"
+        "Total (point estimate; indicative: checks fail)"
+    assert ws.cell(total.row + 1, 2).value == "=total_cost_ask"      # the ask right under it (issue 25)
     memo = _row_of(wb, "Summary", "Memo: not in the total")
     assert memo > total.row
-    below = [ws.cell(r, 2).value for r in range(memo + 1, memo + 7)]
-    assert below == ["=rental_cost", "=rental_gap_cost", "=billed_rental_cost", "=reserved_unused_cost",
-                     "=energy_cost_equivalent", "=vat_recoverable_memo"]
+    below = [ws.cell(r, 2).value for r in range(memo + 1, memo + 9)]
+    assert below == ["=buffer_cost", "=buffered_total_cost", "=rental_cost", "=rental_gap_cost",
+                     "=billed_rental_cost", "=reserved_unused_cost", "=energy_cost_equivalent",
+                     "=vat_recoverable_memo"]
     cost = wb["Cost"]
     memo = _row_of(wb, "Cost", "Memo: not in the total")
     sheet, coord = result.names["total_cost"].split("!")
     assert int(coord[1:]) < memo
-    assert [result.names[n] for n in ("rental_cost", "rental_gap_cost")] == \
-        [f"Cost!B{memo + 1}", f"Cost!B{memo + 2}"]
-    assert cost.cell(memo + 1, 1).value.startswith("GPU rental, pure training")
+    assert [result.names[n] for n in ("buffer_cost", "buffered_total_cost", "rental_cost", "rental_gap_cost")] == \
+        [f"Cost!B{memo + 1}", f"Cost!B{memo + 2}", f"Cost!B{memo + 3}", f"Cost!B{memo + 4}"]
+    assert cost.cell(memo + 1, 1).value.startswith("Flat contingency buffer (not added)")
 
 
 def test_headline_answers_are_formulas(book):
@@ -364,7 +367,7 @@ def test_the_chinese_summary_speaks_chinese_live(zh_book):
     for key in ("blocks.answer", "blocks.cost", "labels.gpu_count"):
         _row_of(wb, "Summary", _zh(f"workbook.summary.{key}"))
     memo = _row_of(wb, "Summary", _zh("workbook.memo_heading"))
-    assert ws.cell(memo + 1, 1).value == plan.model.items["rental_cost"].label
+    assert ws.cell(memo + 1, 1).value == plan.model.items["buffer_cost"].label
     failing = [v for k, v in result.expected.items() if k.startswith("Summary!A") and isinstance(v, str)
                and v == plan.model.items["check_memory_fits"].sentence(plan.values)]
     assert len(failing) == 1 and CJK.search(failing[0])

@@ -40,7 +40,8 @@ from .output import Output
 from ..model.cashflow import cashflow_names
 from ..plan.plan import Plan, build_model
 
-PLAN_FORMAT = "trainbudget-plan/1"
+# /2 (issue 25): total_cost is the point estimate without the flat buffer; the headline gains the ask
+PLAN_FORMAT = "trainbudget-plan/2"
 SCHEMA_NAME = "plan.schema.json"
 INDEX_NAME = "index.html"
 SUMS_NAME = "SHA256SUMS"
@@ -90,13 +91,18 @@ def check_results(plan: Plan) -> list[dict]:
         status = "pass" if passed else ("fail" if item.kind == "check" else "warn")
         out.append({"name": item.name, "kind": item.kind, "label": item.label, "status": status,
                     "passed": passed, "sentence": item.label if passed else item.sentence(plan.values),
-                    "fix": item.fix})
+                    "fix": plan.fix_of(item)})
     return out
 
 
-def headline(plan: Plan) -> dict:
-    """The figures an index or a dashboard shows first."""
-    v = plan.values
+def headline(plan: Plan, base: Plan | None = None) -> dict:
+    """The figures an index or a dashboard shows first. The ask (issue 25): the approval percentile
+    of the total, where the total (the point estimate) and the total with the flat buffer sit;
+    an option's range is its base plan's, relative (as on the Compare sheet and the decision page)."""
+    from ..plan.sensitivity import cases, range_figures
+    v, base = plan.values, base or plan
+    rng = range_figures(base, cases(base))
+    scale = plan.total_cost / base.total_cost if base is not plan and base.total_cost else 1.0
     failing = [c.name for c in plan.model.checks() if v[c.name] != 0] if plan.model else plan.failing_checks
     warnings = [w.name for w in plan.model.warnings() if v[w.name] != 0] if plan.model else []
     return {"gpu_count": plan.gpu_count, "accelerator": plan.scenario.hardware.accelerator,
@@ -105,6 +111,9 @@ def headline(plan: Plan) -> dict:
             "project_start": _iso(v["start_date"]) if "start_date" in v else None,
             "project_end": _iso(v["project_end"]), "rental_cost": plan.rental_cost,
             "total_cost": plan.total_cost, "currency": plan.scenario.prices.currency,
+            "approval_percentile": v["approval_percentile"], "ask": rng["total_cost_ask"] * scale,
+            "point_percentile": rng["point_percentile"], "buffered_total_cost": v["buffered_total_cost"],
+            "buffer_percentile": rng["buffer_percentile"],
             "energy_mwh": v["energy_mwh"], "co2_tonnes": v["co2_tonnes"],
             "checks_failing": failing, "warnings": warnings,
             "status": "fail" if failing else ("warn" if warnings else "pass")}
@@ -141,7 +150,7 @@ def plan_document(plan: Plan, options: list[tuple[str, Plan]] | None = None,
         "inputs": inputs,
         "outputs": outputs,
         "checks": check_results(plan),
-        "options": [{"name": name, "base": i == 0, **headline(p)} for i, (name, p) in enumerate(options or [])],
+        "options": [{"name": name, "base": i == 0, **headline(p, plan)} for i, (name, p) in enumerate(options or [])],
     }
 
 
@@ -175,7 +184,19 @@ def plan_schema() -> dict:
         "project_start": _nullable(_DATE),
         "project_end": _nullable(_DATE),
         "rental_cost": {"type": "number", "minimum": 0},
-        "total_cost": {"type": "number", "minimum": 0},
+        "total_cost": {"type": "number", "minimum": 0,
+                       "description": "the point estimate: the cost lines and VAT, no contingency"},
+        "approval_percentile": {"type": "number", "minimum": 50, "maximum": 95,
+                                "description": "the percentile of the total asked for approval"},
+        "ask": {"type": "number", "minimum": 0,
+                "description": "the total at approval_percentile of its range (Sensitivity sheet): "
+                               "the amount to approve, contingency included"},
+        "point_percentile": {"type": "number", "minimum": 0, "maximum": 100,
+                             "description": "the percentile of the range at which total_cost sits"},
+        "buffered_total_cost": {"type": "number", "minimum": 0,
+                                "description": "total_cost with the flat buffer_rate added (not asked)"},
+        "buffer_percentile": {"type": "number", "minimum": 0, "maximum": 100,
+                              "description": "the percentile of the range buffered_total_cost would cover"},
         "currency": {"type": "string", "pattern": "^[A-Z]{3}$"},
         "energy_mwh": {"type": "number", "minimum": 0,
                        "description": "energy of training and its runs, PUE included (serving not)"},
@@ -376,6 +397,7 @@ def package_main(argv: list[str]) -> int:
             print(terminal_safe(own("package.cli.summary", scenario=plan.scenario_id,
                                     gpus=f"{h['gpu_count']:,}", accelerator=h["accelerator_name"],
                                     days=f"{h['train_days']:,.1f}", total=own.money(h["total_cost"], h["currency"]),
+                                    percentile=f"{h['approval_percentile']:.0f}", ask=own.money(h["ask"], h["currency"]),
                                     status=own(f"package.cli.status.{h['status']}"))))
         print("  " + t("package.cli.wrote", count=len(outputs), folder=args.output_dir, sums=SUMS_NAME))
     return EXIT_OK

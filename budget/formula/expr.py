@@ -19,6 +19,7 @@ import math
 import re
 import types
 from dataclasses import dataclass
+from statistics import NormalDist
 from typing import Callable, Iterable, Mapping
 
 # Numbers a reviewer reads as conventions rather than assumptions (hours in a day, and so
@@ -29,7 +30,7 @@ BENIGN_CONSTANTS = frozenset({0, 1, 2, 7, 12, 24, 30, 52, 60, 100, 365, 1000, 10
 SUPPORTED_FUNCTIONS = frozenset({
     "IF", "AND", "OR", "NOT", "MAX", "MIN", "SUM", "ROUNDUP", "MOD",
     "ISNUMBER", "SQRT", "EXP", "INDEX", "MATCH", "ABS", "SUMPRODUCT", "ISERROR", "COUNTA",
-    "ROUND", "YEAR", "COLUMNS", "COUNT", "LN", "NORMSINV", "LARGE", "ROW",
+    "ROUND", "YEAR", "COLUMNS", "COUNT", "LN", "NORMSINV", "NORMSDIST", "LARGE", "ROW",
     "DATE", "MONTH",   # dates: the Cashflow sheet's months (no EOMONTH: an add-in in old Excel)
 })
 
@@ -262,6 +263,7 @@ def MATCH(x, area) -> Expr: return Call("MATCH", (lift(x), lift(area), Num(0))) 
 def LARGE(area, k) -> Expr: return Call("LARGE", (lift(area), lift(k)))
 def ROW() -> Expr: return Call("ROW", ())
 def NORMSINV(p) -> Expr: return Call("NORMSINV", (lift(p),))
+def NORMSDIST(z) -> Expr: return Call("NORMSDIST", (lift(z),))     # the standard normal's CDF
 def COUNT(*xs) -> Expr: return Call("COUNT", tuple(lift(x) for x in xs))
 
 
@@ -685,6 +687,8 @@ def _exp(x):
     except OverflowError:
         return math.inf   # #NUM! in a spreadsheet; the planner rejects non-finite figures by name
 def _ln(x): return math.log(x)
+def _normsinv(p): return NormalDist().inv_cdf(p)
+def _normsdist(z): return NormalDist().cdf(z)
 def _abs(x): return abs(x)
 def _not(x): return not x
 def _sumproduct(*cols):

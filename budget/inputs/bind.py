@@ -154,7 +154,7 @@ def bind(model: Model, s: Scenario, catalog: Catalog, scenario_file: str = "scen
     """Every assumption input of `model` (not the search's outputs or workbook structure)."""
     b = Binder(s, catalog, scenario_file)
     special = {**_shape(b, model), **_utilisation(b), **_precision(b), **_staffing(b), **_stages(b), **_gpu_price(b),
-               **_catalog_defaults(b), **_fitted(b)}
+               **_catalog_defaults(b), **_fitted(b), **_model_error(b)}
     out: dict[str, InputValue] = {}
     for d in model.inputs.values():
         if d.name in special:
@@ -232,6 +232,26 @@ def _fitted(b: Binder) -> dict[str, InputValue]:
                                                                           as_of=fit.as_of.isoformat()), fig.note)
     if "efficiency.fitted.unfitted_reference" not in b.explicit:
         out["fitted_reference_accelerator"] = InputValue(fit.unfitted_reference, b.text("fitted_reference"))
+    return out
+
+
+def _model_error(b: Binder) -> dict[str, InputValue]:
+    """The model error's low and high the scenario leaves out: catalogs/model_error.yaml's P10 and
+    P90 of the fitted model's held-out step-time errors, or, when the utilisation is typed (an
+    MFU, HFU or effective TFLOPS, or the reference model's baseline), a constant MFU's, centred."""
+    error = b.catalog.model_error
+    if error is None:
+        return {}
+    hw = b.s.hardware
+    typed = (any(x is not None for x in (hw.mfu, hw.hfu, hw.effective_tflops, hw.baseline_mfu))
+             or b.s.efficiency.model == "reference")
+    spread, key = (error.constant_mfu, "model_error_constant") if typed else (error.fitted, "model_error_fitted")
+    out = {}
+    for end, fig in (("low", spread.low), ("high", spread.high)):
+        if f"uncertainty.model_error.{end}" not in b.explicit:
+            out[f"unc_model_error_{end}"] = InputValue(
+                float(fig.value), b.text(key, end="P10" if end == "low" else "P90", rows=spread.rows,
+                                         groups=spread.groups, as_of=fig.as_of.isoformat()), fig.note)
     return out
 
 

@@ -360,6 +360,29 @@ class EfficiencyFit(_Strict):
         return None
 
 
+class ErrorSpread(_Strict):
+    """Held-out step-time errors as factors on the step time: P10, P50, P90."""
+    rows: int
+    groups: int
+    low: Figure
+    median: Figure
+    high: Figure
+
+
+class ModelError(_Strict):
+    """catalogs/model_error.yaml (issue 25): how wrong the step-time model has been on source
+    groups it was not fitted on, written by `python -m budget.plan.uncertainty --write`: the
+    spread of the range for a plan with the fitted model, and for one with a typed utilisation
+    (a constant-MFU rule's), with the nested calibration test's figures."""
+    source: str
+    as_of: dt.date
+    sources: dict[str, str]
+    groups: dict[str, list[str]]
+    fitted: ErrorSpread
+    constant_mfu: ErrorSpread
+    calibration: dict
+
+
 @dataclass(frozen=True)
 class Catalog:
     accelerators: tuple[Accelerator, ...]
@@ -367,6 +390,7 @@ class Catalog:
     models: tuple[ModelPreset, ...]
     prices: PriceCatalog | None = None
     efficiency: EfficiencyFit | None = None
+    model_error: ModelError | None = None
 
     def accelerator(self, acc_id: str) -> Accelerator:
         for acc in self.accelerators:
@@ -395,7 +419,8 @@ class Catalog:
             return self
         added = {r.id: _accelerator_from_row(r) for r in rows}
         kept = tuple(added.pop(a.id, a) for a in self.accelerators)
-        return Catalog(kept + tuple(added.values()), self.sources, self.models, self.prices, self.efficiency)
+        return Catalog(kept + tuple(added.values()), self.sources, self.models, self.prices, self.efficiency,
+                       self.model_error)
 
 
 FIGURES = ("peak_bf16_tflops", "hbm_gb", "gpus_per_node", "intra_node_gb_per_s",
@@ -473,4 +498,7 @@ def load_catalog(folder: Path | None = None) -> Catalog:
                                  prices.energy, prices.ownership, dict(prices.fx_rates), dict(prices.sources))
     efficiency = (_validated(folder / "efficiency.yaml", EfficiencyFit, bundled)
                   if (folder / "efficiency.yaml").exists() else None)
-    return Catalog(tuple(accs.accelerators), dict(accs.sources), tuple(models.models), price_catalog, efficiency)
+    model_error = (_validated(folder / "model_error.yaml", ModelError, bundled)
+                   if (folder / "model_error.yaml").exists() else None)
+    return Catalog(tuple(accs.accelerators), dict(accs.sources), tuple(models.models), price_catalog, efficiency,
+                   model_error)

@@ -582,13 +582,26 @@ class Spread(_Section):
     high: _number(ge=-1, le=10)
 
 
-def _spread(low: float, high: float):
+class ApprovalSection(_Section):
+    """What the package asks finance to approve (issue 25): this percentile of the total (P50-P95)."""
+    percentile: _number(ge=50, le=95) = 80.0
+
+
+class CatalogSpread(_Section):
+    """A spread whose low and high default to the catalog's (blank: catalogs/model_error.yaml)."""
+    low: _number(ge=0, le=10) | None = None
+    high: _number(ge=0, le=10) | None = None
+
+
+def _spread(low: float | None, high: float | None):
+    if low is None:
+        return Annotated[CatalogSpread, Field(default_factory=CatalogSpread)]
     return Annotated[Spread, Field(default_factory=lambda: Spread(low=low, high=high))]
 
 
 def _uncertainty_section() -> type[_Section]:
     """Low and high values of the uncertain inputs (Sensitivity sheet), read as P10 and P90:
-    `mfu` in points added to the MFU in use, the others as factors on the base value. The
+    factors on the base value (`model_error` on the step time, its defaults the catalog's). The
     keys and defaults are budget.model.model.UNCERTAIN_SPREADS's, so they are said once (and no
     message catalog is read at import)."""
     from pydantic import create_model
@@ -619,7 +632,7 @@ class ConstantsSection(_Section):
     token_id_bytes: _number(ge=1, le=8) = 2.0
     small_vocab_limit: _number(ge=256, le=2 ** 32) = 65536.0
     p90_probability: _number(ge=0.9, le=0.9) = 0.9
-    mfu_shift: _number(ge=0, le=0) = 0.0
+    model_error_factor: _number(ge=1, le=1) = 1.0
     ffn_width_per_hidden: _number(ge=1, le=16) = 4.0
     gated_ffn_matrices: _number(ge=3, le=3) = 3.0
     forward_flops_per_param_token: _number(ge=2, le=2) = 2.0
@@ -692,6 +705,7 @@ class Scenario(_Section):
     stages: list[Stage] = []
     calibration: CalibrationSection = CalibrationSection()
     buffer_rate: _number(ge=0, le=1) = 0.20
+    approval: ApprovalSection = ApprovalSection()
     plausibility: PlausibilitySection = PlausibilitySection()
     constants: ConstantsSection = ConstantsSection()
     uncertainty: UncertaintySection = UncertaintySection()

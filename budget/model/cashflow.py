@@ -25,8 +25,8 @@ holding its start (so no formula divides by zero):
 * `storage_cost` over the months held from the project start; `staffing_cost` by the month's share
   of the staffing table at its rates, each role paid from the project start for its months (blank
   months: the project's length);
-* the buffer: the buffer rate × the month's subtotal; VAT: (the month's subtotal - its staffing) ×
-  (1 + buffer rate) × the VAT rate, none when VAT is recoverable.
+* VAT: (the month's subtotal - its staffing) × the VAT rate, none when VAT is recoverable. The flat
+  buffer is no line of the bill (issue 25: the ask is a percentile of the total), so none of a month.
 
 Totals per month (`cashflow_month_total`), per calendar year and per fiscal year (its start month
 an input; a fiscal year is named by the calendar year in which it ends), and the sums that show
@@ -49,8 +49,7 @@ PERIOD_STARTS = {"reservation": "reservation_start", "billed": "reservation_star
                  "validation": "validation_start", "scaling": "scaling_start", "rollback": "reservation_start",
                  "post_training": "evaluation_start", "serving": "deployment_start", "storage": "start_date"}
 # The month rows after the lines, each with the Cost sheet's figure its months add up to
-TOTALS = (("cashflow_subtotal", "subtotal_cost"), ("cashflow_buffer", "buffer_cost"),
-          ("cashflow_vat", "vat_in_total"), ("cashflow_month_total", "total_cost"))
+TOTALS = (("cashflow_subtotal", "subtotal_cost"), ("cashflow_vat", "vat_in_total"), ("cashflow_month_total", "total_cost"))
 
 
 def line_row(line: str) -> str:
@@ -163,7 +162,7 @@ def _spread(i) -> dict[str, Expr]:
 
 
 def _lines(b: ModelBuilder, i, lines: tuple[str, ...]) -> None:
-    """Each Cost sheet line by month; subtotal, buffer, VAT, total, and the running total."""
+    """Each Cost sheet line by month; subtotal, VAT, total, and the running total."""
     spread = _spread(i)
     if set(spread) != set(lines):
         raise ValueError(f"the Cashflow sheet spreads {sorted(spread)}, the Cost sheet's lines are "  # i18n: not text
@@ -171,11 +170,10 @@ def _lines(b: ModelBuilder, i, lines: tuple[str, ...]) -> None:
     for name in lines:
         b.row_item(line_row(name), "currency", months_of(spread[name]))
     sub = At(b.row_item("cashflow_subtotal", "currency", months_of(SUM(*(At(line_row(n)) for n in lines)))).name)
-    b.row_item("cashflow_buffer", "currency", months_of(sub * i.buffer_rate))
     b.row_item("cashflow_vat", "currency", months_of(IF(
-        i.vat_recoverable.eq("yes"), 0, (sub - At(line_row("staffing_cost"))) * (1 + i.buffer_rate) * i.vat_rate)))
+        i.vat_recoverable.eq("yes"), 0, (sub - At(line_row("staffing_cost"))) * i.vat_rate)))
     total = At(b.row_item("cashflow_month_total", "currency",
-                          months_of(sub + At("cashflow_buffer") + At("cashflow_vat"))).name)
+                          months_of(sub + At("cashflow_vat"))).name)
     b.row_item("cashflow_cumulative", "currency", Chain(total, Prev("cashflow_cumulative") + total, MONTHS))
     _add_up(b, "cashflow_month_total")
 

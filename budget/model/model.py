@@ -168,9 +168,11 @@ def _tables(b: ModelBuilder) -> None:
 # The uncertain inputs of the Sensitivity sheet: key -> (the input it moves, how the spread
 # applies to the base value, default low and high). Low and high are read as the input's P10
 # and P90 for the range (P10/P50/P90 of the total). Each one's label and citation are the
-# messages uncertain.<key>.label and uncertain.<key>.cite.
+# messages uncertain.<key>.label and uncertain.<key>.cite. A default of None is the catalog's:
+# the model error's low and high are the P10 and P90 of the planner's held-out step-time errors
+# (catalogs/model_error.yaml, issue 25), bound by budget/inputs/bind.py.
 UNCERTAIN_SPREADS = {
-    "mfu": ("mfu_shift", "points", -0.10, 0.10),
+    "model_error": ("model_error_factor", "factor", None, None),
     "price_per_gpu_hour": ("price_per_gpu_hour", "factor", 0.85, 1.35),
     "train_tokens": ("train_tokens", "factor", 0.9, 1.1),
     "interruption_rate": ("interruption_rate_per_gpu_hour", "factor", 0.5, 2.0),
@@ -465,7 +467,10 @@ def _inputs(b: ModelBuilder) -> _Inputs:
     add("deployment_weeks", "weeks", minimum=0, path="schedule.deployment_weeks")
 
     b.input_section("contingency")
-    add("buffer_rate", "fraction of subtotal", kind="fraction", minimum=0, maximum=1, path="buffer_rate")
+    add("buffer_rate", "fraction of total", kind="fraction", minimum=0, maximum=1, path="buffer_rate")
+    # issue 25: the ask is this percentile of the total (the range's lognormal, Sensitivity sheet);
+    # the flat buffer is shown as the percentile it would cover, not added
+    add("approval_percentile", "percentile", minimum=50, maximum=95, path="approval.percentile")
 
     b.input_section("plausibility")
     add("tokens_per_param_low", "tokens/parameter", minimum=0, path="plausibility.tokens_per_param_low")
@@ -486,12 +491,13 @@ def _inputs(b: ModelBuilder) -> _Inputs:
         label, cite = b.text(f"uncertain.{key}.label"), b.text(f"uncertain.{key}.cite")
         for end, value in (("low", low), ("high", high)):
             # A spread in points is stored as a fraction (0.10) and read as percentage points.
-            figure = f"{value * 100:+g}" if spread == "points" else f"{value:g}"
+            figure = f"{value * 100:+g}" if spread == "points" else f"{value:g}" if value is not None else None
             add(f"unc_{key}_{end}", unit, kind=kind, minimum=-1 if spread == "points" else 0, maximum=10,
                 path=f"uncertainty.{key}.{end}",
                 label=b.text(f"uncertain.input.label_{spread}").format(
                     label, b.text(f"uncertain.input.{end}")),
-                cite=b.text(f"uncertain.input.cite_{spread}").format(figure, cite))
+                cite=(b.text(f"uncertain.input.cite_{spread}").format(figure, cite) if figure is not None
+                      else b.text("uncertain.input.cite_catalog").format(cite)))
 
     b.input_section("stages")
     add("stage_name", "text", kind="range_text", path="stages[].name", codec="text")
@@ -553,9 +559,9 @@ def _inputs(b: ModelBuilder) -> _Inputs:
     constant("ep_all_to_all_passes", "×", 4.0, minimum=0)
     constant("token_id_bytes", "bytes", 2.0, minimum=1)
     constant("p90_probability", "fraction", 0.9, minimum=0, maximum=1, kind="fraction")
-    # points added to the MFU in use (typed, reference or fitted): 0 in the plan; the Sensitivity
-    # sheet's MFU what-ifs move it
-    constant("mfu_shift", "points", 0.0, minimum=-1, maximum=1, kind="fraction")
+    # the step time's factor (× the step time, ÷ the MFU in use: typed, reference or fitted): 1 in
+    # the plan; the Sensitivity sheet's model-error what-ifs move it (issue 25)
+    constant("model_error_factor", "×", 1.0, minimum=0)
     constant("small_vocab_limit", "tokens", 65536.0, minimum=1)
     constant("ffn_width_per_hidden", "×", 4.0, minimum=1)
     constant("gated_ffn_matrices", "matrices", 3.0, minimum=3, maximum=3)
@@ -582,6 +588,10 @@ def _generated(b: ModelBuilder) -> None:
     """gen_<name>: the value each search input and catalog figure had when the search ran."""
     b.input_section("at_generation")
     b.input("layout_searched", "yes/no", kind="generated_text")
+    # issue 25: a pinned recomputation or compute precision whose removal left memory, days and
+    # cost within 0.1% when the plan was generated (budget/plan/plan.py): its value then, else blank
+    b.input("inert_recompute", "mode", kind="generated_text", optional=True)
+    b.input("inert_compute_precision", "mode", kind="generated_text", optional=True)
     for name in (*SEARCH_INPUTS, *SEARCH_ITEMS):
         source = b.model.inputs.get(name) or b.model.items.get(name)
         kind = "generated_text" if source.unit in {"catalog id", "yes/no", "mode", "text"} else "generated"
@@ -775,9 +785,9 @@ def _stage_rows(b: ModelBuilder, targets) -> None:
 
 
 def _shifted(i: _Inputs, mfu: Expr) -> Expr:
-    """An MFU with a what-if's shift in points (mfu_shift, 0 in the plan), kept within half of it
-    and 100%: an MFU cannot fall to 0 or pass 1."""
-    return IF(i.mfu_shift.eq(0), mfu, MIN(1, MAX(mfu + i.mfu_shift, mfu / 2)))
+    """An MFU with a what-if's model error (model_error_factor, 1 in the plan: the step time × it,
+    so the MFU ÷ it), at most 100%."""
+    return IF(i.model_error_factor.eq(1), mfu, MIN(1, mfu / i.model_error_factor))
 
 
 def _stage_figures(b: ModelBuilder, i: _Inputs) -> Expr:
@@ -1265,9 +1275,11 @@ def _timeline(b: ModelBuilder, i: _Inputs) -> None:
 # Cashflow sheet show them; what the total adds after them; and the memo lines beside them.
 COST_LINES = ("cluster_cost", "experiment_cost", "rollback_cost", "post_training_cost", "serving_cost",
               "network_cost", "storage_cost", "staffing_cost")
-AFTER_SUBTOTAL = ("buffer_cost", "vat_in_total")
-MEMO_LINES = ("rental_cost", "rental_gap_cost", "billed_rental_cost", "reserved_unused_cost",
-              "energy_cost_equivalent", "vat_recoverable_memo")
+AFTER_SUBTOTAL = ("vat_in_total",)
+# the flat buffer is a memo (issue 25): the ask is a percentile of the total, not the total plus
+# a buffer, so the buffer is shown with the percentile it would cover, never added
+MEMO_LINES = ("buffer_cost", "buffered_total_cost", "rental_cost", "rental_gap_cost", "billed_rental_cost",
+              "reserved_unused_cost", "energy_cost_equivalent", "vat_recoverable_memo")
 
 
 def _fx(currency_input: str) -> Expr:
@@ -1395,12 +1407,14 @@ def _cost(b: ModelBuilder, i: _Inputs) -> None:
     b.section("total")
     subtotal = b.item("subtotal_cost", "currency",
                       cluster + experiments + rollback + post + serving + network + storage + staffing)
-    buffer = b.item("buffer_cost", "currency", subtotal * i.buffer_rate)
-    vat = b.item("vat_cost", "currency", (subtotal - staffing) * (1 + i.buffer_rate) * i.vat_rate)
+    vat = b.item("vat_cost", "currency", (subtotal - staffing) * i.vat_rate)
     vat_in = b.item("vat_in_total", "currency", IF(i.vat_recoverable.eq("yes"), 0, vat))
     b.item("vat_recoverable_memo", "currency", IF(i.vat_recoverable.eq("yes"), vat, 0))
-    total = b.item("total_cost", "currency", subtotal + buffer + vat_in)
+    # the point estimate: no contingency in it (the ask, a percentile of it, is the contingency)
+    total = b.item("total_cost", "currency", subtotal + vat_in)
     b.item("cost_per_gpu_hour_all_in", "currency/GPU-h", total / r("gpu_hours"))
+    buffer = b.item("buffer_cost", "currency", total * i.buffer_rate)
+    b.item("buffered_total_cost", "currency", total + buffer)
     b.section("cashflow")
     res_start = b.item("reservation_start", "date", r("training_start") + i.queue_days)
     held = MAX(r("project_months"), months, i.staff_months)   # blank staff months: the project's
@@ -1465,6 +1479,14 @@ def _checks(b: ModelBuilder, i: _Inputs) -> None:
             detail=sentence(b, "check_batch_divides", ROUND(r("dp_size") * i.micro_batch_size, 2),
                             i.global_batch_sequences))
 
+    # issue 25: active parameters typed without an MoE shape are ignored (the plan is dense, every
+    # parameter active): a 10x budget that would otherwise pass every check
+    b.check("check_active_params_need_moe", OR(NOT(ISNUMBER(i.active_params_override)), ISNUMBER(i.moe_experts)),
+            detail=sentence(b, "check_active_params_need_moe",
+                            ROUND(IF(ISNUMBER(i.active_params_override), i.active_params_override, 0)
+                                  / 1000 / 1000 / 1000, 1),
+                            ROUND(r("model_params") / 1000 / 1000 / 1000, 1)))
+
     b.section("memory")
     b.check("check_memory_fits", r("memory_per_gpu_gb") <= r("usable_hbm_gb"),
             detail=sentence(b, "check_memory_fits", gb(r("memory_per_gpu_gb")), gb(r("usable_hbm_gb"))))
@@ -1489,7 +1511,7 @@ def _checks(b: ModelBuilder, i: _Inputs) -> None:
             detail=sentence(b, "check_deadline_gpus", r("deadline_gpus"), i.gpu_count))
 
     b.section("arithmetic")
-    b.check("check_costs_add_up", ABS(r("total_cost") - SUM(*(r(n) for n in COST_LINES)) * (1 + i.buffer_rate)
+    b.check("check_costs_add_up", ABS(r("total_cost") - SUM(*(r(n) for n in COST_LINES))
                 - r("vat_in_total")) <= r("total_cost") / 1000 / 1000 / 1000,
             detail=sentence(b, "check_costs_add_up"))
     b.check("check_owned_priced", OR(i.ownership.eq("rented"), r("node_price_used") > 0),
@@ -1497,9 +1519,11 @@ def _checks(b: ModelBuilder, i: _Inputs) -> None:
     b.check("check_fx_rates",
             AND(*(ISNUMBER(r(n)) for n, _ in FX_FACTORS)),
             detail=sentence(b, "check_fx_rates", i.currency))
+    # the total with the flat buffer too: the ask is read beside it (issue 25)
     b.check("check_outputs_computable", AND(ISNUMBER(r("total_cost")), ISNUMBER(r("train_days")),
                                             ISNUMBER(r("gpu_hours")), ISNUMBER(r("memory_per_gpu_gb")),
-                                            ISNUMBER(r("project_end")), ISNUMBER(i.gpu_count)),
+                                            ISNUMBER(r("project_end")), ISNUMBER(i.gpu_count),
+                                            ISNUMBER(r("buffered_total_cost"))),
             detail=sentence(b, "check_outputs_computable"))
 
     b.section("stages")
@@ -1579,6 +1603,17 @@ def _checks(b: ModelBuilder, i: _Inputs) -> None:
               AND(r("gpu_power_kw") > 0, OR(ISNUMBER(i.node_overhead_kw), ISNUMBER(_acc("node_overhead_kw")))),
               detail=sentence(b, "warn_power_known", r("accelerator_name")))
     _pilot_warning(b, i)
+    # issue 25: a setting that changes nothing is not what makes the plan work (while the setting
+    # is the one found inert at generation)
+    # ("no" when none was: no setting is called so)
+    inert_rec = i.recompute.eq(r("inert_recompute"))
+    inert_prec = i.compute_precision.eq(r("inert_compute_precision"))
+    b.warning("warn_setting_inert", NOT(OR(inert_rec, inert_prec)),
+              detail=sentence(b, "warn_setting_inert",
+                              words(IF(inert_rec, lift(b.text("items.warn_setting_inert.recompute")).concat(i.recompute), ""),
+                                    IF(AND(inert_rec, inert_prec), b.text("items.warn_setting_inert.join"), ""),
+                                    IF(inert_prec, lift(b.text("items.warn_setting_inert.precision"))
+                                       .concat(i.compute_precision), ""))))
     # issue 13: the reference model (a baseline MFU, typed or the catalog's typical one, × the
     # layout efficiency ÷ reference_layout_efficiency) is deprecated, not removed: a plan that
     # still scales by it says so (an all-in utilisation or a typed layout efficiency does not)

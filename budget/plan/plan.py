@@ -61,6 +61,19 @@ ACTIVATION_MODES = {
 }
 
 
+CURRENCY_MARK = "\x00"     # i18n: not text (stands for the currency code in a rendered fix)
+
+
+def _with_currency(figure, currency: str):
+    """A message with every `currency` figure in it, nested ones too, set to `currency`."""
+    if isinstance(figure, Msg):
+        return Msg(figure.key, **{k: currency if k == "currency" else _with_currency(v, currency)
+                                  for k, v in figure.figures.items()})
+    if isinstance(figure, Joined):
+        return Joined([_with_currency(x, currency) for x in figure.items], figure.sep)
+    return figure
+
+
 @dataclass(frozen=True)
 class Plan:
     scenario: Scenario
@@ -73,6 +86,21 @@ class Plan:
     candidate_values: tuple[Mapping[str, object], ...] = ()   # full model values per candidate
     model: Model | None = None              # the model the values come from; writers read it
     options: tuple[tuple[str, "Plan"], ...] = ()   # the scenario's options, each a plan of its own
+    # a failing check's fix written for this plan at generation (issue 25: the memory check's
+    # lists the levers that bring the layout under the usable memory, each with its figures)
+    fixes: Mapping[str, Msg] = field(default_factory=lambda: MappingProxyType({}))
+
+    def fix_of(self, item) -> str:
+        """A check's or warning's fix: the plan's own where generation wrote one, else the model's."""
+        fix = self.fixes.get(item.name)
+        return item.fix if fix is None else fix.render(self.lang)
+
+    def fix_pieces(self, name: str) -> list[str] | None:
+        """The plan's own fix of check `name` cut where the plan's currency stands (the workbook
+        puts its live currency cell there), or None where the model's fix stands."""
+        fix = self.fixes.get(name)
+        return None if fix is None else _with_currency(fix, CURRENCY_MARK).render(self.lang).split(CURRENCY_MARK)
+
 
     def __getitem__(self, name: str):
         return self.values[name]
@@ -263,10 +291,70 @@ def build_plan(s: Scenario, catalog: Catalog, scenario_id: str = "scenario",
             Msg("plan.problems.never_ends.message", mtbi=values["job_mtbi_hours"],
                 loss=values["loss_per_interruption_hours"]),
             Msg("plan.problems.never_ends.fix"))], s.language)
+    inert = _inert_settings(s, model, inputs, values, lookups, file)
+    if inert:
+        inputs.update(inert)
+        values = _evaluate(model, _values(inputs), lookups, file)
+        said = [fmt(f"plan.layout.inert.{name}", s.language, value=iv.value) for name, iv in inert.items()
+                if iv.value != "no"]
+        if said and layout.explanation:
+            layout = replace(layout, explanation=layout.explanation + fmt(
+                "plan.layout.inert.sentence", s.language, settings=fmt("plan.layout.inert.join", s.language).join(said)))
+    fixes = {}
+    if values["check_memory_fits"] != 0:
+        fix = _memory_fix(s, catalog, inputs, lookups, file)
+        if fix is not None:
+            fixes["check_memory_fits"] = fix
     candidates = _candidate_values(model, _values(inputs), values, lookups, layout.candidates)
     _check_displayable(model, s, values, candidates, file)
     return Plan(s, scenario_id, MappingProxyType(inputs), MappingProxyType(values),
-                MappingProxyType(tables), tuple(_warnings(model, values)), layout, candidates, model)
+                MappingProxyType(tables),
+                tuple(_warnings(model, values, {k: m.render(s.language) for k, m in fixes.items()})),
+                layout, candidates, model,
+                fixes=MappingProxyType(fixes))
+
+
+# issue 25: a pinned setting is inert when the plan without it has the same memory per GPU,
+# stretched training days and total within this share
+INERT_TOLERANCE = 0.001
+INERT_FIGURES = ("memory_per_gpu_gb", "stretched_training_days", "total_cost")
+# input found inert -> (the setting's input, its value when removed)
+INERT_SETTINGS = {"inert_recompute": ("recompute", "none"), "inert_compute_precision": ("compute_precision", "bf16")}
+
+
+def _inert_settings(s: Scenario, model, inputs: Mapping[str, InputValue], values: Mapping, lookups: Mapping,
+                    file: str) -> dict[str, InputValue]:
+    """The pinned recomputation and compute precision whose removal leaves the memory, the days
+    and the cost within INERT_TOLERANCE: each its value (blank when it changes the plan), the
+    model evaluated without it."""
+    pinned = {"recompute": s.parallelism.recompute is not None, "compute_precision": True}
+    base = _values(inputs)
+    out = {}
+    for name, (setting, removed) in INERT_SETTINGS.items():
+        value = base.get(setting)
+        inert = False
+        if pinned[setting] and value not in (None, removed):
+            try:
+                without = _evaluate(model, {**base, setting: removed}, lookups, file)
+            except InputError:
+                without = None
+            inert = without is not None and all(
+                abs(float(without[f]) - float(values[f])) <= INERT_TOLERANCE * abs(float(values[f])) for f in INERT_FIGURES)
+        out[name] = InputValue(value if inert else "no", text("plan.sources.inert", s.language))
+    return out if any(iv.value != "no" for iv in out.values()) else {}
+
+
+def _memory_fix(s: Scenario, catalog: Catalog, inputs: Mapping[str, InputValue], lookups: Mapping,
+                file: str) -> Msg | None:
+    """The fix of a layout that does not fit (a pinned one: the search plans only those that
+    fit): the levers the ways-out search finds that bring it under the usable memory, each with
+    its memory, days and total, cheapest first, or that none does; None where the search cannot
+    replan the plan (the model's generic fix stands)."""
+    try:
+        _model, pins, _base, evaluate, space = _search_setup(s, catalog, inputs, lookups)
+        return _memory_ways_out(s, catalog, inputs, file, evaluate, space, pins, only_fitting=True)
+    except (NoLayoutFits, InputError):      # a plan the search cannot replan (stages): the model's fix
+        return None
 
 
 TIMELINE_MIN_WEEKS = 104   # two years of week columns, at least twice the generated project
@@ -292,6 +380,8 @@ def _structure(inputs: Mapping[str, InputValue], lang: str, weeks: int,
     for name in (*SEARCH_INPUTS, *SEARCH_ITEMS):
         value = values[name] if values is not None else (inputs[name].value if name in inputs else None)
         out[f"gen_{name}"] = InputValue(value, text("plan.sources.at_generation", lang))
+    for name in INERT_SETTINGS:     # none found yet (_inert_settings, once the plan is evaluated)
+        out[name] = inputs.get(name, InputValue("no", text("plan.sources.inert", lang)))
     return out
 
 
@@ -512,9 +602,10 @@ def _split_ways_out(evaluate: Evaluator, space: Space, gpus: int) -> Msg:
 
 
 def _memory_ways_out(s: Scenario, catalog: Catalog, inputs: Mapping[str, InputValue], file: str,
-                     evaluate: Evaluator, space: Space, pins: Mapping) -> Msg:
+                     evaluate: Evaluator, space: Space, pins: Mapping, only_fitting: bool = False) -> Msg:
     """Each lever (a higher ZeRO stage, selective then full recomputation, more GPUs, a larger
-    accelerator), planned: the ones that fit, cheapest first, then the ones that do not."""
+    accelerator), planned: the ones that fit, cheapest first, then (unless only_fitting) the
+    ones that do not."""
     currency, gpus = s.prices.currency, s.hardware.gpu_count
     fitting: list[tuple[float, Msg]] = []
     failing: list[Msg] = []
@@ -527,6 +618,7 @@ def _memory_ways_out(s: Scenario, catalog: Catalog, inputs: Mapping[str, InputVa
             return
         fitting.append((v["total_cost"], Msg(key, layout=result.best.layout.described(v["dp_size"]),
                                              gpus=result.gpu_count, days=v["train_days"],
+                                             memory=v["memory_per_gpu_gb"], usable=v["usable_hbm_gb"],
                                              total=v["total_cost"], currency=currency, **figures)))
 
     def pinned(**values) -> SearchResult | None:
@@ -569,6 +661,10 @@ def _memory_ways_out(s: Scenario, catalog: Catalog, inputs: Mapping[str, InputVa
     fitting.sort(key=lambda t: t[0])
     listed = [fitting[0][1]] + [Msg("plan.ways_out.dearer", way=m, delta=cost - fitting[0][0], currency=currency)
                                 for cost, m in fitting[1:]] if fitting else []
+    if only_fitting:
+        return (Msg("plan.problems.no_layout_at_count.check_fix_ways", ways=Joined(listed, "plan.ways_out.join"))
+                if listed
+                else Msg("plan.problems.no_layout_at_count.fix_no_lever"))
     if not listed:
         return Msg("plan.problems.no_layout_at_count.fix_none",
                    ways=Joined(failing, "plan.ways_out.join"))
@@ -710,9 +806,11 @@ def failing(values: Mapping[str, object], model: Model | None = None) -> list:
     return [c for c in (model or build_model()).checks() if values[c.name] != 0]
 
 
-def _warnings(model: Model, values: Mapping[str, object]) -> list[str]:
-    """One line per failing check, then per plausibility warning, in the model's words."""
-    return ([fmt("plan.warnings.check_failing", model.lang, sentence=c.sentence(values), fix=c.fix)
+def _warnings(model: Model, values: Mapping[str, object], fixes: Mapping[str, str] | None = None) -> list[str]:
+    """One line per failing check, then per plausibility warning, in the model's words (a
+    check's fix the plan's own where generation wrote one)."""
+    fixes = fixes or {}
+    return ([fmt("plan.warnings.check_failing", model.lang, sentence=c.sentence(values), fix=fixes.get(c.name, c.fix))
              for c in failing(values, model)]
             + [fmt("plan.warnings.warning", model.lang, sentence=w.sentence(values), fix=w.fix)
                for w in model.warnings() if values[w.name]])

@@ -6,8 +6,10 @@ The range reads each input's low and high as its P10 and P90 and treats the inpu
 independent. Each input's effect on the log of the total is taken as normal, with its median
 halfway between the logs at low and high and its spread from their distance (÷ 2·z, z =
 NORMSINV(0.9)); the effects add, so the total is lognormal: P50 = total × e^M, P10/P90 = total ×
-e^(M ∓ z·S), M = Σ means, S = √Σ spreads². The project end adds the same way, in days. What it
-leaves out: interactions between inputs (it is first order), correlation, and any input not in
+e^(M ∓ z·S), M = Σ means, S = √Σ spreads². The project end adds the same way, in days. The ask
+(issue 25) is the approval percentile p of the total, total × e^(M + NORMSINV(p)·S); the point
+estimate sits at NORMSDIST(−M/S), the total with the flat buffer at NORMSDIST((ln(1 + rate) − M)/S).
+What it leaves out: interactions between inputs (it is first order), correlation, and any input not in
 the table. The tests hold it against a 20,000-sample Monte Carlo of the Python model.
 """
 
@@ -17,13 +19,15 @@ from dataclasses import dataclass
 from statistics import NormalDist
 from typing import Callable, Mapping
 
-from ..formula.expr import (ABS, AND, EXP, IF, LN, NORMSINV, SQRT, SUM, SUMPRODUCT, Expr, Group, Ref,
-                            compile_items)
+from ..formula.expr import (ABS, AND, EXP, IF, LN, NORMSDIST, NORMSINV, SQRT, SUM, SUMPRODUCT, Expr, Group, Num,
+                            Ref, compile_items)
 from ..model.model import UNCERTAIN
 
 Z90 = NormalDist().inv_cdf(0.9)
 # z of the range, as the workbook writes it (its cell named sensitivity_z; Z90 is its value)
 SENSITIVITY_Z = NORMSINV(Ref("p90_probability"))
+# z of the ask (issue 25): the approval percentile's, its cell named approval_z
+APPROVAL_Z = NORMSINV(Ref("approval_percentile") / 100)
 
 
 @dataclass(frozen=True)
@@ -107,9 +111,19 @@ def range_exprs(column: Callable[[str], Expr]) -> dict[str, Expr]:
     mean = SUM(column("log_mean"))
     spread = SQRT(SUMPRODUCT(column("log_spread"), column("log_spread")))
     days = SQRT(SUMPRODUCT(column("end_spread"), column("end_spread")))
+
+    def percentile(ratio_log: Expr) -> Expr:
+        """Where total × e^ratio_log sits in the range, in percent (no spread: 100 at or above
+        the median, else 0)."""
+        return IF(spread > 0, NORMSDIST((ratio_log - mean) / spread) * 100, IF(ratio_log >= mean, 100, 0))
+
     return {"total_cost_p10": total * EXP(mean - z * spread), "total_cost_p50": total * EXP(mean),
             "total_cost_p90": total * EXP(mean + z * spread),
-            "project_end_p90": end + SUM(column("end_mean")) + z * days}
+            "project_end_p90": end + SUM(column("end_mean")) + z * days,
+            # issue 25: the ask, the approval percentile of the total; where the point estimate and
+            # the total with the flat buffer sit
+            "total_cost_ask": total * EXP(mean + Ref("approval_z") * spread),
+            "point_percentile": percentile(Num(0)), "buffer_percentile": percentile(LN(1 + Ref("buffer_rate")))}
 
 
 _ROW_FIGURES = row_figures(Ref)
@@ -128,7 +142,8 @@ def range_figures(plan, all_cases: list[Case]) -> dict:
     """P10/P50/P90 of the total and P90 of the project end, by the expressions the workbook
     writes (row_figures, range_exprs); "rows" holds each input's row figures, in UNCERTAIN's order."""
     v = plan.values
-    base = {"total_cost": v["total_cost"], "project_end": v["project_end"], "sensitivity_z": Z90}
+    base = {"total_cost": v["total_cost"], "project_end": v["project_end"], "sensitivity_z": Z90,
+            "approval_z": NormalDist().inv_cdf(v["approval_percentile"] / 100), "buffer_rate": v["buffer_rate"]}
     rows = []
     for key in UNCERTAIN:
         low, high = (c for c in all_cases if c.key == key)
@@ -136,4 +151,4 @@ def range_figures(plan, all_cases: list[Case]) -> dict:
                 "end_low": low.values["project_end"], "end_high": high.values["project_end"]}
         rows.append(_evaluate(_ROW_FIGURES, {**base, **case}))
     columns = {name: tuple(row[name] for row in rows) for name in _ROW_FIGURES}
-    return {**_evaluate(_RANGE, {**base, **columns}), "rows": rows}
+    return {**_evaluate(_RANGE, {**base, **columns}), "approval_z": base["approval_z"], "rows": rows}

@@ -17,7 +17,8 @@ from ..plan.options import recommended
 from ..plan.sensitivity import cases, range_figures
 
 TOP_RISKS = 5
-KEY_ASSUMPTIONS = ("gpu_type", "calibrated_mfu", "price_per_gpu_hour", "train_tokens", "buffer_rate")
+KEY_ASSUMPTIONS = ("gpu_type", "calibrated_mfu", "price_per_gpu_hour", "train_tokens", "approval_percentile",
+                   "buffer_rate")
 
 
 def quarters(plan) -> list[dict]:
@@ -80,7 +81,10 @@ def decision(plan, status: dict, digest: str) -> dict:
     # an option's range is the base plan's relative range (as on the Compare sheet).
     pick = plans[best][1] if (plan.options and best is not None) else plan
     pv, scale = pick.values, pick.values["total_cost"] / v["total_cost"]
-    ask = {"total": words.money(pv["total_cost"], cur), "buffer": f"{pv['buffer_rate']:.0%}",
+    at = approval(rng, v["approval_percentile"])
+    ask = {"ask": words.money(rng["total_cost_ask"] * scale, cur), **at,
+           "point": words.money(pv["total_cost"], cur), "buffered": words.money(pv["buffered_total_cost"], cur),
+           "buffer": f"{pv['buffer_rate']:.0%}",
            "p50": words.money(rng["total_cost_p50"] * scale, cur),
            "p90": words.money(rng["total_cost_p90"] * scale, cur), "name": plan.scenario.name,
            "gpus": f"{pick.gpu_count:,}", "accelerator": pv["accelerator_name"],
@@ -94,6 +98,7 @@ def decision(plan, status: dict, digest: str) -> dict:
         "options": rows,
         "range": {"p10": words.money(rng["total_cost_p10"], cur), "p50": words.money(rng["total_cost_p50"], cur),
                   "p90": words.money(rng["total_cost_p90"], cur), "point": words.money(v["total_cost"], cur),
+                  "ask": words.money(rng["total_cost_ask"], cur), **at,
                   "end_p90": words.date(rng["project_end_p90"])},
         "quarters": [{"label": q["label"], "amount": words.money(q["value"], cur)}
                      for q in quarters(plan)],
@@ -103,11 +108,21 @@ def decision(plan, status: dict, digest: str) -> dict:
     }
 
 
+def approval(rng: dict, percentile: float) -> dict[str, str]:
+    """The percentiles the ask states (issue 25), as the workbook shows them ("P"0): the one asked,
+    and where the point estimate and the total with the flat buffer sit."""
+    return {"percentile": f"{percentile:.0f}",
+            "point_percentile": f"{rng['point_percentile']:.0f}",
+            "buffer_percentile": f"{rng['buffer_percentile']:.0f}"}
+
+
 def _shown(value, unit: str, currency: str, words) -> str:
     if isinstance(value, str):
         return value
     if unit.startswith("fraction"):
         return f"{value:.1%}"
+    if unit == "percentile":
+        return f"P{value:.0f}"
     if unit.startswith("currency"):
         return words.quantity(f"{value:,.2f}", words.unit(unit, currency))
     return words.quantity(f"{value:,.4g}", words.unit(unit))

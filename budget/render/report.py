@@ -26,6 +26,7 @@ from ..inputs.catalog import data_dir
 from ..model.model import AFTER_SUBTOTAL, COST_LINES, MEMO_LINES, build_model
 from ..core.dates import from_serial
 from ..plan.plan import Plan
+from ..plan.sensitivity import cases, range_figures
 from .words import Words
 
 PHASES = ("data_prep", "validation", "scaling", "training", "evaluation", "deployment")
@@ -76,8 +77,8 @@ def status(plan: Plan) -> dict:
     """What the report leads with: approvable or not, each failing check and each warning in
     words with its fix. The same sentences as the workbook's Summary rows."""
     model, v, words = plan.model or build_model(plan.lang), plan.values, Words(plan.lang)
-    checks = [{"text": c.sentence(v), "fix": c.fix} for c in model.checks() if v[c.name] != 0]
-    warnings = [{"text": w.sentence(v), "fix": w.fix} for w in model.warnings() if v[w.name] != 0]
+    checks = [{"text": c.sentence(v), "fix": plan.fix_of(c)} for c in model.checks() if v[c.name] != 0]
+    warnings = [{"text": w.sentence(v), "fix": plan.fix_of(w)} for w in model.warnings() if v[w.name] != 0]
     n = len(checks)
     state = (words("report.status.all_pass") if not n else words("report.status.one_fails") if n == 1
              else words("report.status.many_fail", count=n))
@@ -147,6 +148,10 @@ def _report_context(plan: Plan) -> dict:
             "start": words.date(v["start_date"]), "end": words.date(v["project_end"]),
             "gpu_hours": f"{plan.gpu_hours:,.0f}", "billed_gpu_hours": f"{v['billed_gpu_hours']:,.0f}",
             "total": words.money(plan.total_cost, cur), "subtotal": words.money(plan.subtotal_cost, cur),
+            # issue 25: the ask, the approval percentile of the total (the Sensitivity sheet's)
+            "ask": words.money(range_figures(plan, cases(plan))["total_cost_ask"], cur),
+            "ask_label": words("report.status.ask" if state["ok"] else "report.status.ask_indicative",
+                               percentile=f"{v['approval_percentile']:.0f}"),
             "pure_rental": words.money(plan.rental_cost, cur),
             "billed_rental": words.money(v["billed_rental_cost"], cur),
             "rental_gap": words.money(v["rental_gap_cost"], cur), "goodput": f"{v['goodput']:.1%}",

@@ -22,7 +22,7 @@ from openpyxl.chart import BarChart, Reference
 
 from ..formula.expr import ABS, INDEX, LARGE, MATCH, ROW, Area, Cell, Expr, Num, Ref
 from ..model.model import UNCERTAIN
-from ..plan.sensitivity import SENSITIVITY_Z, Z90, cases, range_exprs, range_figures, row_figures
+from ..plan.sensitivity import APPROVAL_Z, SENSITIVITY_Z, Z90, cases, range_exprs, range_figures, row_figures
 from .grid import Variant, row_def, row_label, write_grid
 
 HEAD = 4                # the table's header row
@@ -36,7 +36,11 @@ _FORMATS = {"base": None, "low_value": None, "high_value": None, "total_low": "c
             "total_high": "currency", "swing": "currency", "end_low": "date", "end_high": "date",
             "sort_key": "#,##0", "log_mean": "0.0000", "log_spread": "0.0000", "end_mean": "0.0",
             "end_spread": "0.0"}
-RANGE_ROWS = ("sensitivity_z", "total_cost_p10", "total_cost_p50", "total_cost_p90", "project_end_p90")
+RANGE_ROWS = ("sensitivity_z", "total_cost_p10", "total_cost_p50", "total_cost_p90", "project_end_p90",
+              # issue 25: the ask at the approval percentile, and where the point estimate and the
+              # total with the flat buffer sit in the range
+              "approval_z", "total_cost_ask", "point_percentile", "buffer_percentile")
+PERCENTILE_FORMAT = '"P"0'      # i18n: not text (a number format: 24.2 shows as P24)
 
 
 def write_sensitivity(w, ws, plan) -> None:
@@ -206,13 +210,14 @@ def _range(w, ws, rng, r0: int, first: int, last: int) -> None:
     from .writer import BOLD_FONT, number_format, put_text
 
     ws.cell(r0, 1, w.m("workbook.sensitivity.range.heading")).font = BOLD_FONT
-    exprs = {"sensitivity_z": SENSITIVITY_Z,
+    exprs = {"sensitivity_z": SENSITIVITY_Z, "approval_z": APPROVAL_Z,
              **range_exprs(lambda name: Area(Cell(first, COL[name]), Cell(last, COL[name])))}
     values = {"sensitivity_z": Z90, **rng}
     money, date = number_format("currency"), number_format("date")
     for k, name in enumerate(RANGE_ROWS, 1):
         r = r0 + k
-        fmt = "0.0000" if name == "sensitivity_z" else date if name == "project_end_p90" else money
+        fmt = ("0.0000" if name.endswith("_z") else date if name == "project_end_p90"
+               else PERCENTILE_FORMAT if name.endswith("_percentile") else money)
         put_text(ws.cell(r, 1), w.m(f"workbook.sensitivity.range.{name}"))
         w.formula(ws, r, 2, exprs[name], values[name], fmt)
         if name.startswith("total_cost"):

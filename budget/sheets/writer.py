@@ -433,6 +433,19 @@ def _joined(parts: list) -> Expr:
     return out
 
 
+def text_with_currency(pieces: list[str], chunk: int = 250) -> Expr:
+    """Text pieces joined by the live currency cell, as one formula; each piece cut to at most
+    `chunk` characters (Excel refuses a text constant of more than 255 in a formula)."""
+    out: Expr | None = None
+    for k, piece in enumerate(pieces):
+        parts = [piece[i:i + chunk] for i in range(0, len(piece), chunk)]
+        if k:
+            parts.insert(0, Ref("currency"))
+        for part in parts:
+            out = lift(part) if out is None else out.concat(part)
+    return out if out is not None else lift("")
+
+
 def live_text(template: str, **figures) -> Expr:
     """A catalog sentence as a live formula: its text with the named figures (expressions over
     the workbook's cells) where its placeholders stand, so a translation may reorder them."""
@@ -1498,7 +1511,10 @@ class _Writer:
         self.unit_cell(ws, row, 3, item.unit)
         put_text(ws.cell(row, 4), item.name)
         set_font(ws.cell(row, 4), NAME_FONT)
-        if item.fix or item.note:
+        pieces = self.plan.fix_pieces(item.name) if item.is_flag else None
+        if pieces is not None:      # written for this plan (issue 25): its currency live
+            self.live(ws, row, 5, text_with_currency(pieces))
+        elif item.fix or item.note:
             put_text(ws.cell(row, 5), item.fix or item.note)
         self.define(item.name, ws, f"$B${row}")
         if item.is_flag or item.name == "master_check":
@@ -1590,6 +1606,9 @@ class _Writer:
                     row = self.summary_row(ws, row, name, None)
                     ws.cell(row - 1, 2).font = BOLD_FONT
                     continue
+                if name in ASK_ROWS:
+                    row = self.ask_row(ws, row, name, master)
+                    continue
                 label = m(f"workbook.summary.labels.{name}") if name in SUMMARY_LABELS else None
                 row = self.summary_row(ws, row, name, label)
             if block == "cost":
@@ -1601,6 +1620,26 @@ class _Writer:
                     ws.cell(row - 1, 1).font = NOTE_FONT
         self.layout_reasoning(ws, row + 1)
         self.page_setup(ws, "1:1")
+
+    def ask_row(self, ws, row: int, name: str, master: Expr) -> int:
+        """One of ASK_ROWS: a live label (the percentile asked, the buffer's rate) and the
+        Sensitivity sheet's cell of that name; returns the next row."""
+        from ..plan.sensitivity import cases, range_figures
+        m = self.m
+        rng = range_figures(self.plan, cases(self.plan))
+        figures = {"percentile": Ref("approval_percentile"), "rate": ROUND(Ref("buffer_rate") * 100, 1)}
+        text = live_text(m(f"workbook.summary.{name}"), **figures)
+        if name == "total_cost_ask":       # indicative while checks fail, as the total
+            text = IF(AND(ISNUMBER(master), master.eq(0)), text,
+                      live_text(m("workbook.summary.total_cost_ask_indicative"), **figures))
+        label = self.live(ws, row, 1, text)
+        self.named(label, "Normal")
+        money = name == "total_cost_ask"
+        cell = self.formula(ws, row, 2, Ref(name), rng[name], number_format("currency") if money else '"P"0')
+        if money:
+            self.unit_cell(ws, row, 3, "currency")
+            label.font = cell.font = BOLD_FONT
+        return row + 1
 
     def summary_row(self, ws, row: int, name: str, label: str | None) -> int:
         """label | =name | unit; returns the next row."""
@@ -2275,11 +2314,15 @@ def _candidate_label(m: Messages, layout, n: int) -> str:
     return m("workbook.layout_candidates.chosen") if n == 0 else str(n + 1)
 
 
+# The ask (issue 25): the Sensitivity sheet's cells under the total, labelled live
+# (workbook.summary.<name>): the approval percentile of the total, and where the point estimate
+# and the total with the flat buffer sit in the range.
+ASK_ROWS = ("total_cost_ask", "point_percentile", "buffer_percentile")
 # The Summary's blocks: (id, the names it shows); the heading is workbook.summary.blocks.<id>.
 SUMMARY_BLOCKS = (
     ("answer", ("accelerator_name", "gpu_count", "reserved_gpus", "layout_label", "memory_in_words",
                 "train_days", "stretched_training_days", "start_date", "project_end")),
-    ("cost", (*COST_LINES, "subtotal_cost", *AFTER_SUBTOTAL, "total_cost")),
+    ("cost", (*COST_LINES, "subtotal_cost", *AFTER_SUBTOTAL, "total_cost", *ASK_ROWS)),
     ("energy", ("energy_mwh", "co2_tonnes", "pue", "grid_intensity")),
     ("details", ("ownership", "price_tier", "tier_rate", "train_flops", "effective_tflops", "gpu_hours", "gpu_days",
                  "goodput", "non_training_days", "run_days", "training_start", "training_end", "project_weeks",
