@@ -361,7 +361,7 @@ def test_untyped_llama31_405b_card_hours_are_within_15_percent_of_its_card(catal
 
 def test_throughput_derived_figures_are_step_time_and_wall_clock_ones_are_not(runs):
     """Published GPU-hours computed from a run's own rate sit within 4% of the planner's step-time
-    GPU-hours at that rate; GPUs × wall-clock days sit 13-29% above it."""
+    GPU-hours at that rate; GPUs × wall-clock days sit 13-30% above it."""
     for r in runs:
         if r.kind == C.THROUGHPUT_DERIVED:
             assert r.over_step == pytest.approx(1, abs=0.04), r.id
@@ -385,9 +385,10 @@ def test_a_typed_plan_keeps_its_step_time_gpu_hours_beside_its_card_hours(seed_h
     allowance's days."""
     v = seed_h100.values
     assert v["gpu_hours"] == pytest.approx(1_944_444, abs=1)
-    span = v["stretched_training_days"] + v["rollback_days"]
-    assert v["card_allowance_days"] == pytest.approx(span * v["card_allowance"])
-    assert v["card_gpu_hours"] == pytest.approx(v["gpu_hours"] * (span + v["card_allowance_days"]) / v["train_days"])
+    stretched = v["stretched_training_days"]
+    assert v["card_allowance_days"] == pytest.approx(stretched * v["card_allowance"])
+    assert v["card_gpu_hours"] == pytest.approx(
+        v["gpu_hours"] * (stretched + v["rollback_days"] + v["card_allowance_days"]) / v["train_days"])
     assert v["card_gpu_hours"] > 1.1 * v["gpu_hours"]
 
 

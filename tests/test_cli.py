@@ -86,13 +86,13 @@ REFUSALS = {
         "72.0 GB usable\n"
         "  fix: ways out, cheapest first: 48 GPUs (hardware.gpu_count: 48), the fewest whole nodes "
         "that fit, as TP 8 × PP 1 × DP 6, micro-batch 1, ZeRO-3, no recomputation, sequence parallel: "
-        "154.7 training days, total 743,235 USD; no larger accelerator of the catalog fits at 8 GPUs\n"),
+        "172.5 training days, total 886,352 USD; no larger accelerator of the catalog fits at 8 GPUs\n"),
     "deadline-not-met": (
         _PLAIN.format(preset="llama3-8b", tokens="15T", batch="  global_batch_sequences: 1009\n",
                       count="deadline_days: 2"),
         "error: {f}: hardware: no GPU count up to 1,048,576 trains within 2 days: the fastest of those "
-        "tried at each doubling, 8,072 GPUs, trains within 3.2 days with failures\n"
-        "  fix: set hardware.deadline_days to 3.2 or more (at 8,072 GPUs), or choose a faster "
+        "tried at each doubling, 8,072 GPUs, trains within 3.6 days with failures\n"
+        "  fix: set hardware.deadline_days to 3.6 or more (at 8,072 GPUs), or choose a faster "
         "accelerator (hardware.accelerator) or lower the interruptions that grow with the count "
         "(reliability.*)\n"),
 }
@@ -143,7 +143,7 @@ def test_no_arguments_builds_the_bundled_example(tmp_path, monkeypatch, capsys):
         assert (tmp_path / "out" / f"gpt3-175b-h100.{ext}").is_file()
         assert (tmp_path / "out" / f"gpt3-175b-h100.{ext}").stat().st_mode & 0o044, "readable by others"
     assert out.startswith("gpt3-175b-h100: 512 x NVIDIA H100 80GB SXM5 (4 × 8 × 16), 158.2 training "
-                          "days, 1,944,444 GPU-hours, total 5,466,340 USD\n")
+                          "days, 1,944,444 GPU-hours, total 5,975,816 USD\n")
     # The seed's layout does not fit without ZeRO or recomputation, and the tool says so.
     assert ("warning: gpt3-175b-h100: check failing: Layout does not fit in memory: 89.1 > 72 GB "
             "per GPU") in err
@@ -321,9 +321,9 @@ def test_the_headline_is_in_the_plans_language(catalog):
 
     en, zh = seed_plan(catalog), seed_plan(catalog, language="zh")
     assert _headline(en) == ("gpt3-175b-h100: 512 x NVIDIA H100 80GB SXM5 (4 × 8 × 16), 158.2 training "
-                             "days, 1,944,444 GPU-hours, total 5,466,340 USD")
+                             "days, 1,944,444 GPU-hours, total 5,975,816 USD")
     assert _headline(zh).startswith("gpt3-175b-h100：512 张 NVIDIA H100 80GB SXM5（")
-    assert _headline(zh).endswith("），训练 158.2 天，1,944,444 GPU 小时，总计 5,466,340 USD")
+    assert _headline(zh).endswith("），训练 158.2 天，1,944,444 GPU 小时，总计 5,975,816 USD")
     assert _headline(en, "zh") == _headline(zh)
 
 

@@ -59,7 +59,7 @@ def test_the_recommendation_is_the_compare_sheets(options_plan):
 def test_the_markdown_leads_with_the_same_decision(seed_h100):
     text = render_markdown(seed_h100)
     head = text[:text.index("## Status:")]
-    assert "Approve 5,466,340 USD (with the 20% contingency buffer; P50" in head
+    assert "Approve 5,975,816 USD (with the 20% contingency buffer; P50" in head
     assert "- GPU rental price:" in head and "- Check failing: Layout does not fit in memory" in head
     assert "| Prepared by | Reviewed by | Approved by | Date |" in head
 
@@ -121,15 +121,15 @@ def test_the_chinese_decision_page_says_the_same_in_chinese(options_plan_zh):
     text = render_markdown(options_plan_zh)
     head = text[:text.index("## 状态：")]
     assert head.index("## 提请决策事项") < head.index("**基准计划：不可审批（1 项校验未通过）**")
-    assert ("批准 5,466,340 USD（含 20% 预留金；P50 6,059,245 USD，P90 8,157,710 USD），用于训练 "
+    assert ("批准 5,975,816 USD（含 20% 预留金；P50 6,617,717 USD，P90 8,938,329 USD），用于训练 "
             "GPT-3 175B on 512 H100 (seed 002 worked example)，采用方案 512 H100, layout left to the search："
-            "512 × NVIDIA H100 80GB SXM5，2027年1月4日开始，2027年9月23日结束。") in head
+            "512 × NVIDIA H100 80GB SXM5，2027年1月4日开始，2027年10月12日结束。") in head
     assert " · 推荐：**512 H100, layout left to the search**（所有校验均通过的方案中成本最低者）" in head
     assert "| 方案 | 加速卡 | 训练天数 | 项目结束 | 总计 | 校验 |" in head
-    assert "| 2027年9月23日 | 5,466,340 USD | 1 项未通过 |" in head and "| 通过 |" in head
-    assert "（点估计 5,466,340 USD）；项目结束日期 P90 2027年11月23日。" in head
+    assert "| 2027年10月12日 | 5,975,816 USD | 1 项未通过 |" in head and "| 通过 |" in head
+    assert "（点估计 5,975,816 USD）；项目结束日期 P90 2027年12月18日。" in head
     assert "按季度支出：2027年第1季度 " in head
-    assert "- GPU 租赁价格：取低值时 −763,251 USD，取高值时 +1,780,919 USD" in head
+    assert "- GPU 租赁价格：取低值时 −839,672 USD，取高值时 +1,959,236 USD" in head
     assert "- 校验未通过：" in head and "| 编制人 | 审核人 | 批准人 | 日期 |" in head
     for english in ("Approve", "Recommended", "Top risks", "at its low value", "Prepared by"):
         assert english not in head, english

@@ -287,19 +287,19 @@ def package_zh(tmp_path_factory):
 
 
 def test_the_chinese_package_index_and_summary(package_zh):
-    """--lang zh: the index declares zh-CN and is Chinese (dates 2027年9月23日, kept on one line in
+    """--lang zh: the index declares zh-CN and is Chinese (dates 2027年10月12日, kept on one line in
     their column), and so are the command's summary lines."""
     from budget.render.report import keep_together
     outdir, stdout = package_zh
     page = (outdir / "index.html").read_text(encoding="utf-8")
     assert page.startswith('<!DOCTYPE html>\n<html lang="zh-CN">')
     assert "<h1>训练预算审批材料包</h1>" in page and "<h2>场景概览</h2>" in page
-    assert f"<td>{keep_together('2027年9月23日')}</td>" in page
+    assert f"<td>{keep_together('2027年10月12日')}</td>" in page
     text = " ".join(" ".join(_index(outdir).text).split())
-    assert "项目 2027年1月4日至2027年9月23日" in text and "总计 5,466,340 USD" in text
+    assert "项目 2027年1月4日至2027年10月12日" in text and "总计 5,975,816 USD" in text
     for english in ("Scenarios at a glance", "training days", "failing", "Files:"):
         assert english not in page, english
-    assert ("gpt3-175b-options：512 x NVIDIA H100 80GB SXM5，训练 158.2 天，总计 5,466,340 USD，校验未通过"
+    assert ("gpt3-175b-options：512 x NVIDIA H100 80GB SXM5，训练 158.2 天，总计 5,975,816 USD，校验未通过"
             in stdout)
     assert "已将 11 个文件写入" in stdout
     assert subprocess.run(["sha256sum", "-c", "SHA256SUMS"], cwd=outdir, capture_output=True,

@@ -48,13 +48,13 @@ def test_the_chinese_report_declares_its_language_and_writes_dates_the_chinese_w
     assert html.startswith('<!DOCTYPE html>\n<html lang="zh-CN">')
     assert render_html(seed_h100).startswith('<!DOCTYPE html>\n<html lang="en">')
     assert "<td>2027年1月4日</td><td>2027年1月18日</td>" in html        # data preparation
-    assert "| 正式训练 | 2027年3月1日 | 2027年8月26日 |" in text
-    assert "2027年1月4日开始，2027年9月23日结束。" in text                 # the decision asked for
-    assert "    正式训练 :training, 2027-03-01, 2027-08-26" in text        # Mermaid: ISO data
+    assert "| 正式训练 | 2027年3月1日 | 2027年9月14日 |" in text
+    assert "2027年1月4日开始，2027年10月12日结束。" in text                 # the decision asked for
+    assert "    正式训练 :training, 2027-03-01, 2027-09-14" in text        # Mermaid: ISO data
     assert "2027-01-04" not in html
     assert "## 状态：不可审批（1 项校验未通过）" in text
-    assert "按季度支出：2027年第1季度 863,958 USD；2027年第2季度" in text
-    assert '<text x="525.1" y="16" text-anchor="middle">2027年7月</text>' in html    # Gantt axis
+    assert "按季度支出：2027年第1季度 863,944 USD；2027年第2季度" in text
+    assert '<text x="503.3" y="16" text-anchor="middle">2027年7月</text>' in html    # Gantt axis
     for english in ("Decision asked for", "At a glance", "Failure budget", "Key assumptions", "Total"):
         assert english not in html and english not in text, english
 
@@ -86,7 +86,7 @@ def test_markdown_has_phases_schedule_failures_costs_and_sources(seed_h100):
         assert heading in text
     gantt = re.search(r"```mermaid\ngantt\n(.*?)```", text, re.S).group(1)
     assert gantt.count(":") >= 6 and "dateFormat YYYY-MM-DD" in gantt
-    assert "Full training :training, 2027-03-01, 2027-08-26" in gantt
+    assert "Full training :training, 2027-03-01, 2027-09-14" in gantt
     assert "seed 002 section 5, TOKEN AI platform price" in text
 
 
@@ -185,7 +185,7 @@ def test_reports_lead_with_the_status_and_the_failing_checks(seed_h100):
     status = text.index("## Status: NOT APPROVABLE: 1 check fails")
     assert status < text.index("## At a glance")
     assert "- **Layout does not fit in memory: 89.1 &gt; 72 GB per GPU.** Fix: Raise tp/pp" in text
-    assert "Staffing is paid for 6 months, the project runs 8.6" in text
+    assert "Staffing is paid for 6 months, the project runs 9.3" in text
     assert "**Total (indicative: checks fail)**" in text
     assert html.index("Status: NOT APPROVABLE: 1 check fails") < html.index("At a glance")
     assert "Layout does not fit in memory: 89.1 &gt; 72 GB per GPU." in html
@@ -208,7 +208,7 @@ def test_memo_lines_sit_under_not_in_the_total(seed_h100, render):
     memo = text.index("Not in the total")
     assert total < memo
     assert text.index("3,500,000 USD", memo) > memo            # the seed's pure-training rental
-    assert text.index("599,943 USD", memo) > memo              # billed minus pure
+    assert text.index("1,024,507 USD", memo) > memo            # billed minus pure (with the full-run allowance)
 
 
 @pytest.mark.parametrize("lang", ["en", "zh"])

@@ -326,7 +326,7 @@ def test_phases_follow_each_other_from_the_start_date(catalog):
 def test_seed_002s_28_week_plan_is_too_short_for_its_own_estimate(seed_h100):
     # Seed 002 gives full training weeks 9-24 (16 weeks, 112 days) on 512-1,024 GPUs, but its own
     # estimate is 158 days on 512 GPUs; only 1,024 GPUs (79 days) fit the 16 weeks. With the
-    # queue, setup, failures, the full-run allowance (issue 25: +11.3% of the stretched training,
+    # queue, setup, failures, the full-run allowance (issue 25: +11.7% of the stretched training,
     # what published wall-clock runs spent beyond step time) and evaluation the 512-GPU project takes
     # 40.2 weeks, not 28 (37.5 without the allowance).
     assert seed_h100.train_days > 16 * 7

@@ -1265,12 +1265,11 @@ def _schedule(b: ModelBuilder, i: _Inputs) -> None:
     b.section("card_hours")
     allowance = b.item("card_allowance", "fraction", _choose(i.efficiency_maturity, MATURITIES,
                                                              lambda m: i[f"fitted_card_allowance_{m}"]))
-    span = stretched + r("rollback_days")
-    cal = b.item("card_allowance_days", "days", span * allowance * i.card_allowance_calendar_share)
+    cal = b.item("card_allowance_days", "days", stretched * allowance * i.card_allowance_calendar_share)
     per_day = r("gpu_hours") / r("train_days")
     billed_only = b.item("card_allowance_billed_only_gpu_hours", "GPU-h",
-                         per_day * span * allowance * (1 - i.card_allowance_calendar_share))
-    b.item("card_gpu_hours", "GPU-h", per_day * (span + cal) + billed_only)
+                         per_day * stretched * allowance * (1 - i.card_allowance_calendar_share))
+    b.item("card_gpu_hours", "GPU-h", per_day * (stretched + r("rollback_days") + cal) + billed_only)
 
     b.section("data_loading")
     b.item("data_read_gb_per_s", "GB/s", tok / (r("train_days") * 86400))

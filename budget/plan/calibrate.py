@@ -526,7 +526,13 @@ class FullRun:
     maturity: str
     published_gpu_hours: float
     step_gpu_hours: float
-    stretch: float                   # (failure-stretched + rollback days) ÷ step-time days
+    stretched: float                 # failure-stretched training days ÷ step-time days
+    rollback: float                  # rollback days ÷ step-time days
+
+    @property
+    def stretch(self) -> float:
+        """(Failure-stretched + rollback days) ÷ step-time days: the modelled card-hours' multiple."""
+        return self.stretched + self.rollback
 
     @property
     def over_step(self) -> float:
@@ -535,8 +541,12 @@ class FullRun:
 
     @property
     def allowance(self) -> float:
-        """What the run spent beyond step time and the modelled failures: published ÷ modelled − 1."""
-        return self.published_gpu_hours / (self.step_gpu_hours * self.stretch) - 1
+        """What the run spent beyond step time, the modelled failures and rollbacks, as a share of its
+        failure-stretched training (the planner's card-hours: step × (stretched × (1 + a) + rollback))."""
+        return (self.published_gpu_hours / self.step_gpu_hours - self.rollback) / self.stretched - 1
+
+    def card_gpu_hours(self, allowance: float) -> float:
+        return self.step_gpu_hours * (self.stretched * (1 + allowance) + self.rollback)
 
 
 def _with_changes(data: dict, changes: Mapping) -> dict:
@@ -566,9 +576,9 @@ def full_runs(catalog: Catalog | None = None) -> list[FullRun]:
         data = _with_changes(data, run.get("changes") or {})
         data.pop("sources", None)
         v = build_plan(parse_scenario(data, f"{run['id']}.yaml", catalog), catalog, run["id"]).values
-        stretch = (v["stretched_training_days"] + v["rollback_days"]) / v["train_days"]
         out.append(FullRun(run["id"], run["kind"], run["maturity"], float(run["published_gpu_hours"]),
-                           v["gpu_hours"], stretch))
+                           v["gpu_hours"], v["stretched_training_days"] / v["train_days"],
+                           v["rollback_days"] / v["train_days"]))
     return out
 
 
@@ -588,15 +598,15 @@ def allowances(runs: Sequence[FullRun]) -> dict[str, tuple[float, str]]:
 
 
 def allowance_errors(runs: Sequence[FullRun]) -> dict[str, float]:
-    """Leave one run out: each wall-clock run's card-hours (step × stretch × (1 + the allowance of its
-    maturity fitted without it)) against its published figure, − 1."""
+    """Leave one run out: each wall-clock run's card-hours (step × (stretched × (1 + the allowance of its
+    maturity fitted without it) + rollback)) against its published figure, − 1."""
     out = {}
     for r in runs:
         if r.kind != WALL_CLOCK:
             continue
         others = [o for o in runs if o.id != r.id]
         a = allowances(others)[r.maturity][0]
-        out[r.id] = r.step_gpu_hours * r.stretch * (1 + a) / r.published_gpu_hours - 1
+        out[r.id] = r.card_gpu_hours(a) / r.published_gpu_hours - 1
     return out
 
 
