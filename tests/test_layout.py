@@ -195,8 +195,8 @@ def test_a_deadline_with_a_batch_no_count_splits_says_so(catalog):
     with pytest.raises(ScenarioError) as err:
         plan_of(data, catalog)
     problem = err.value.problems[0]
-    # 33: the fewest GPUs the fitted model's best case needs for the deadline
-    assert problem.message == "no GPU count from 33 up can be split for this batch"
+    # 39: the fewest GPUs the fitted model's best case (stack unknown, issue 25) needs for the deadline
+    assert problem.message == "no GPU count from 39 up can be split for this batch"
     assert problem.fix == text("plan.problems.no_split_at_count.fix", "en")
 
 

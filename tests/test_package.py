@@ -291,14 +291,14 @@ def package_zh(tmp_path_factory):
 
 
 def test_the_chinese_package_index_and_summary(package_zh):
-    """--lang zh: the index declares zh-CN and is Chinese (dates 2027年9月23日, kept on one line in
+    """--lang zh: the index declares zh-CN and is Chinese (dates 2027年10月12日, kept on one line in
     their column), and so are the command's summary lines."""
     from budget.render.report import keep_together
     outdir, stdout = package_zh
     page = (outdir / "index.html").read_text(encoding="utf-8")
     assert page.startswith('<!DOCTYPE html>\n<html lang="zh-CN">')
     assert "<h1>训练预算审批材料包</h1>" in page and "<h2>场景概览</h2>" in page
-    assert f"<td>{keep_together('2027年9月23日')}</td>" in page
+    assert f"<td>{keep_together('2027年10月12日')}</td>" in page
     text = " ".join(" ".join(_index(outdir).text).split())
     assert "项目 2027年1月4日至2027年9月23日" in text and "总计 4,555,283 USD（点估计），申请金额（总计的 P80） 6,633,013 USD" in text
     for english in ("Scenarios at a glance", "training days", "failing", "Files:"):

@@ -48,9 +48,9 @@ def test_the_chinese_report_declares_its_language_and_writes_dates_the_chinese_w
     assert html.startswith('<!DOCTYPE html>\n<html lang="zh-CN">')
     assert render_html(seed_h100).startswith('<!DOCTYPE html>\n<html lang="en">')
     assert "<td>2027年1月4日</td><td>2027年1月18日</td>" in html        # data preparation
-    assert "| 正式训练 | 2027年3月1日 | 2027年8月26日 |" in text
-    assert "2027年1月4日开始，2027年9月23日结束。" in text                 # the decision asked for
-    assert "    正式训练 :training, 2027-03-01, 2027-08-26" in text        # Mermaid: ISO data
+    assert "| 正式训练 | 2027年3月1日 | 2027年9月14日 |" in text
+    assert "2027年1月4日开始，2027年10月12日结束。" in text                 # the decision asked for
+    assert "    正式训练 :training, 2027-03-01, 2027-09-14" in text        # Mermaid: ISO data
     assert "2027-01-04" not in html
     assert "## 状态：不可审批（1 项校验未通过）" in text
     assert "按季度支出：2027年第1季度 719,965 USD；2027年第2季度" in text
@@ -86,7 +86,7 @@ def test_markdown_has_phases_schedule_failures_costs_and_sources(seed_h100):
         assert heading in text
     gantt = re.search(r"```mermaid\ngantt\n(.*?)```", text, re.S).group(1)
     assert gantt.count(":") >= 6 and "dateFormat YYYY-MM-DD" in gantt
-    assert "Full training :training, 2027-03-01, 2027-08-26" in gantt
+    assert "Full training :training, 2027-03-01, 2027-09-14" in gantt
     assert "seed 002 section 5, TOKEN AI platform price" in text
 
 

@@ -255,10 +255,11 @@ def test_the_checkpoint_mode_and_restart_come_back_on_import(tmp_path, catalog):
 # --- the schedule and what is billed ---------------------------------------------------------
 
 def test_non_training_share_is_in_seed_000s_band(seed_h100):
-    """Seed 000 step 5: queue, setup, transfer and reruns add 10-30% on top of training."""
+    """Seed 000 step 5: queue, setup, transfer and reruns add 10-30% on top of training (with the
+    full-run allowance of issue 25: what published runs spent beyond step time and failures)."""
     v = seed_h100.values
     assert v["non_training_days"] == pytest.approx(
-        v["queue_days"] + v["setup_days"] + v["transfer_days"] + v["failure_loss_days"])
+        v["queue_days"] + v["setup_days"] + v["transfer_days"] + v["failure_loss_days"] + v["card_allowance_days"])
     assert 0.10 <= v["non_training_margin"] <= 0.30
 
 
@@ -266,7 +267,7 @@ def test_segments_add_up_and_the_queue_is_not_billed(seed_h100):
     v = seed_h100.values
     assert v["run_days"] == pytest.approx(v["queue_days"] + v["setup_days"] + v["transfer_days"]
                                           + v["stretched_training_days"] + v["rollback_days"]
-                                          + v["evaluation_days"])
+                                          + v["card_allowance_days"] + v["evaluation_days"])
     # the queue is not billed; the rollbacks are priced as their own line (Cost sheet)
     assert v["billed_days"] == pytest.approx(v["run_days"] - v["queue_days"] - v["rollback_days"])
     assert v["transfer_days"] == pytest.approx(3e12 * 2 * 8 / 10e9 / 86400)   # 6 TB at 10 Gbit/s
@@ -318,16 +319,18 @@ def test_phases_follow_each_other_from_the_start_date(catalog):
         assert v[f"{before}_end"] == v[f"{after}_start"]
     assert v["training_end"] - v["training_start"] == pytest.approx(
         v["queue_days"] + v["setup_days"] + v["transfer_days"] + v["stretched_training_days"]
-        + v["rollback_days"])
+        + v["rollback_days"] + v["card_allowance_days"])
     assert v["project_days"] == pytest.approx(v["deployment_end"] - v["data_prep_start"])
 
 
 def test_seed_002s_28_week_plan_is_too_short_for_its_own_estimate(seed_h100):
     # Seed 002 gives full training weeks 9-24 (16 weeks, 112 days) on 512-1,024 GPUs, but its own
     # estimate is 158 days on 512 GPUs; only 1,024 GPUs (79 days) fit the 16 weeks. With the
-    # queue, setup, failures and evaluation the 512-GPU project takes 37.5 weeks, not 28.
+    # queue, setup, failures, the full-run allowance (issue 25: +11.7% of the stretched training,
+    # what published wall-clock runs spent beyond step time) and evaluation the 512-GPU project takes
+    # 40.2 weeks, not 28 (37.5 without the allowance).
     assert seed_h100.train_days > 16 * 7
-    assert seed_h100["project_weeks"] == pytest.approx(37.5, abs=0.1)
+    assert seed_h100["project_weeks"] == pytest.approx(40.2, abs=0.1)
 
 
 def test_impossible_failure_rate_is_refused_in_the_plans_language(catalog):

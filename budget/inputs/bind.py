@@ -219,6 +219,9 @@ def _catalog_defaults(b: Binder) -> dict[str, InputValue]:
     return out
 
 
+NEUTRAL_COEFFICIENTS = {"stack_factor": 1.0, "card_allowance": 0.0, "fp8_gemm_realised": 0.0}
+
+
 def _fitted(b: Binder) -> dict[str, InputValue]:
     """The fitted step-time model's coefficients the scenario leaves out: catalogs/efficiency.yaml's."""
     fit = b.catalog.efficiency
@@ -226,10 +229,15 @@ def _fitted(b: Binder) -> dict[str, InputValue]:
         return {}
     out = {}
     for name in FITTED_COEFFICIENTS:
-        if f"efficiency.fitted.{name}" not in b.explicit:
-            fig = getattr(fit, name)
+        fig = fit.figure(name)
+        if f"efficiency.fitted.{name}" in b.explicit:
+            continue
+        if fig is not None:
             out[f"fitted_{name}"] = InputValue(float(fig.value), b.text("fitted_default", rows=fit.rows,
                                                                           as_of=fit.as_of.isoformat()), fig.note)
+        else:       # a catalog written before issue 25: no stack, FP8 or full-run effect
+            key = next(k for k in NEUTRAL_COEFFICIENTS if name.startswith(k))
+            out[f"fitted_{name}"] = InputValue(NEUTRAL_COEFFICIENTS[key], b.text("default"))
     if "efficiency.fitted.unfitted_reference" not in b.explicit:
         out["fitted_reference_accelerator"] = InputValue(fit.unfitted_reference, b.text("fitted_reference"))
     return out

@@ -327,11 +327,22 @@ class _ModelFile(_Strict):
 
 
 class FitValidation(_Strict):
-    """Leave-one-source-out: held-out rows, the share within ±10%, their median |error|."""
+    """Rows held out by source group (budget/plan/calibrate.py): the held-out rows and groups, the
+    share within ±20% and the median |error| of the P50 (stack unknown), and the held-out relative
+    errors themselves (predicted ÷ published GPU-hours − 1) per group, per rule, and their quantiles."""
     held_out: int
-    sources: int
-    within: float
+    sources: int                                   # source groups held out
+    within: float                                  # the P50 (stack unknown), ±20%
     median_abs_error: float
+    error_definition: str = ""
+    groups_not_held_out: dict[str, str] = {}
+    rules: dict[str, dict] = {}                     # rule -> pooled and by-group figures
+    per_group: dict[str, dict] = {}                 # group -> rows, stack, figures per rule
+    held_out_errors: dict[str, list[float]] = {}    # group -> the P50's (stack unknown) errors
+    held_out_errors_typed: dict[str, list[float]] = {}
+    held_out_stacks: dict[str, list[str]] = {}      # group -> each held-out row's stack
+    quantiles: dict[str, dict] = {}                 # pooled / per stack -> P10, P50, P90 of the errors
+    in_sample: dict[str, float] = {}
 
 
 class EfficiencyFit(_Strict):
@@ -352,6 +363,19 @@ class EfficiencyFit(_Strict):
     immaturity_cap_years: Figure
     unfitted_reference: str                   # the accelerator an unfitted one is scaled from
     validation: FitValidation
+    # issue 25: the compute-time factor per stack (fallbacks applied), ρ for FP8/FP4 GEMMs, the
+    # full-run allowance per maturity, and what each rests on
+    stack_factor: dict[str, Figure] = {}
+    fp8_gemm_realised: Figure | None = None
+    card_allowance: dict[str, Figure] = {}
+    full_runs: dict[str, dict] = {}
+
+    def figure(self, name: str) -> Figure | None:
+        """A coefficient by its input name (budget/model/model.py FITTED_COEFFICIENTS)."""
+        for prefix, table in (("stack_factor_", self.stack_factor), ("card_allowance_", self.card_allowance)):
+            if name.startswith(prefix):
+                return table.get(name.removeprefix(prefix))
+        return getattr(self, name, None)
 
     def matmul_factor_of(self, accelerator_id: str) -> float | None:
         for arch, ids in self.architectures.items():

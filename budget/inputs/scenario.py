@@ -300,6 +300,20 @@ class FittedCoefficients(_Section):
     attention_immaturity_factor: _number(ge=0, le=100) | None = None
     immaturity_cap_years: _number(ge=0, le=20) | None = None
     unfitted_reference: str | None = None
+    # issue 25: each stack's factor on the compute time, the share of the FP8 (FP4) peak's promise
+    # that GEMMs realise, and the full-run allowance per maturity
+    stack_factor_unknown: _number(ge=0, le=10) | None = None
+    stack_factor_megatron_nemo_tuned: _number(ge=0, le=10) | None = None
+    stack_factor_inhouse_tuned: _number(ge=0, le=10) | None = None
+    stack_factor_deepspeed: _number(ge=0, le=10) | None = None
+    stack_factor_pytorch_fsdp: _number(ge=0, le=10) | None = None
+    stack_factor_jax_maxtext: _number(ge=0, le=10) | None = None
+    stack_factor_hf_trainer: _number(ge=0, le=10) | None = None
+    fp8_gemm_realised: _number(ge=0, le=1) | None = None
+    card_allowance_unknown: _number(ge=-0.5, le=5) | None = None
+    card_allowance_first_run: _number(ge=-0.5, le=5) | None = None
+    card_allowance_some_runs: _number(ge=-0.5, le=5) | None = None
+    card_allowance_tuned_many_runs: _number(ge=-0.5, le=5) | None = None
 
 
 class EfficiencySection(_Section):
@@ -309,6 +323,14 @@ class EfficiencySection(_Section):
     # reference_layout_efficiency
     model: Literal["reference", "fitted"] = "fitted"
     fitted: FittedCoefficients = FittedCoefficients()
+    # Issue 25: the software stack (its factor on the compute time, fitted on the published rows; a
+    # stack measured by fewer than two source groups takes unknown's), and how practised the team is at
+    # this scale (the allowance for what full runs spend beyond step time and modelled failures)
+    stack: Literal["unknown", "megatron_nemo_tuned", "inhouse_tuned", "deepspeed", "pytorch_fsdp",
+                   "jax_maxtext", "hf_trainer"] = "unknown"
+    maturity: Literal["unknown", "first_run", "some_runs", "tuned_many_runs"] = "unknown"
+    # the share of the allowance that lengthens the calendar (the rest only adds billed card-hours)
+    card_allowance_calendar_share: _number(ge=0, le=1) = 1.0
     layout_efficiency: _number(ge=0.01, le=2) | None = None
     reference_layout_efficiency: _number(ge=0.01, le=1) = 0.82
     tp_comm_exposed: _number(ge=0, le=1) = 1.0

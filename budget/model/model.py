@@ -40,11 +40,22 @@ POSITIONS = ("learned", "rotary")
 FLOPS_BASES = ("six_nd", "with_attention")
 PIPELINE_SCHEDULES = ("1f1b", "dualpipe")
 EFFICIENCY_MODELS = ("reference", "fitted")
+# The software stack (issue 25): a factor on the compute time of each, fitted on the published rows
+# (budget/plan/calibrate.py); unknown: fitted on every source that is not a vendor's tuned benchmark
+EFFICIENCY_STACKS = ("unknown", "megatron_nemo_tuned", "inhouse_tuned", "deepspeed", "pytorch_fsdp",
+                     "jax_maxtext", "hf_trainer")
+# How practised the team is at this run's scale on this cluster and stack (issue 25): the allowance
+# for what full runs spend beyond step time and the modelled failures, fitted per level where the
+# published full runs support it (unknown: all of them)
+MATURITIES = ("unknown", "first_run", "some_runs", "tuned_many_runs")
 # The fitted step-time model's coefficients (budget/calibrate.py; catalogs/efficiency.yaml): unit, bounds
 FITTED_COEFFICIENTS = {"width_factor": ("width", 0, 100_000), "attention_factor": ("×", 0, 100),
                        "dp_exposed": ("fraction", 0, 1), "zero3_exposed": ("fraction", 0, 1),
                        "immaturity_factor": ("×", 0, 100), "attention_immaturity_factor": ("×", 0, 100),
-                       "immaturity_cap_years": ("years", 0, 20)}
+                       "immaturity_cap_years": ("years", 0, 20),
+                       **{f"stack_factor_{s}": ("×", 0, 10) for s in EFFICIENCY_STACKS},
+                       "fp8_gemm_realised": ("fraction", 0, 1),
+                       **{f"card_allowance_{m}": ("fraction", -0.5, 5) for m in MATURITIES}}
 # A stage of a multi-stage run (issue 12) is the model evaluated with the stage's own values of
 # these inputs (blank: the plan's): plan input -> the stage table's column.
 STAGE_VALUES = {"seq_len": "stage_seq_len", "gpu_count": "stage_gpu_count",
@@ -94,7 +105,7 @@ REFERENCE_BLANK = ("params_override", "active_params_override", "moe_experts", "
                    "mla_q_lora_rank", "mla_kv_lora_rank", "mla_rope_head_dim", "mla_v_head_dim", "mfu", "hfu",
                    "effective_tflops_given", "layout_efficiency_override", "activation_gb_override")
 REFERENCE_FIXED = {"compute_precision": "bf16", "pipeline_schedule": "1f1b", "first_last_stage_layers_fewer": "no",
-                   "recompute_norms_and_up_projections": "no"}
+                   "recompute_norms_and_up_projections": "no", "efficiency_stack": "unknown"}
 # The model's figures each run shows at its values; the estimate and its error follow
 REFERENCE_FIGURES = ("model_params", "layout_label", "dp_size", "model_flops_per_token", "peak_tflops",
                      "effective_mfu")
@@ -339,6 +350,10 @@ def _inputs(b: ModelBuilder) -> _Inputs:
         add(f"fitted_{name}", unit, minimum=low, maximum=high, path=f"efficiency.fitted.{name}")
     add("fitted_reference_accelerator", "catalog id", kind="choice", choices_from="acc_id",
         path="efficiency.fitted.unfitted_reference", codec="text")
+    add("efficiency_stack", "mode", kind="choice", choices=EFFICIENCY_STACKS, path="efficiency.stack", codec="text")
+    add("efficiency_maturity", "mode", kind="choice", choices=MATURITIES, path="efficiency.maturity", codec="text")
+    add("card_allowance_calendar_share", "fraction", kind="fraction", minimum=0, maximum=1,
+        path="efficiency.card_allowance_calendar_share")
 
     b.input_section("memory")
     add("weight_bytes_per_param", "bytes/parameter", minimum=0, path="memory.weight_bytes_per_param")
@@ -571,6 +586,9 @@ def _inputs(b: ModelBuilder) -> _Inputs:
     constant("dropout_mask_bytes", "bytes", 1.0, minimum=0)
     constant("backward_forward_time_ratio", "×", 2.0, minimum=0)
     constant("days_per_year", "days", 365.25, minimum=365, maximum=366)
+    # DeepSeek-V3 §3.2.1: DualPipe overlaps the forward and backward chunks' computation with their
+    # all-to-all and PP communication, so that both "can be fully hidden during execution"
+    constant("dualpipe_comm_exposed", "fraction", 0.0, minimum=0, maximum=1, kind="fraction")
 
     # Workbook structure: not assumptions, not on the Inputs rows. The cells just below the
     # growable tables (a check fails when anything is typed there) and the Timeline's week grid.
@@ -1059,17 +1077,38 @@ def _fitted_step_time(b: ModelBuilder, i: _Inputs) -> None:
     attn_factor = b.item("attention_time_factor", "×",
                          i.fitted_attention_factor + i.fitted_attention_immaturity_factor * short)
     exposed = IF(i.zero_stage > 2, i.fitted_zero3_exposed, i.fitted_dp_exposed)
+    # the software stack's factor on the compute time (issue 25; unknown where the scenario does not say)
+    stack = b.item("stack_time_factor", "×", _choose(i.efficiency_stack, EFFICIENCY_STACKS,
+                                                      lambda s: i[f"fitted_stack_factor_{s}"]))
+    # FP8 (FP4) GEMMs: of the time the compute precision's peak promises to save over BF16, the share
+    # realised in NVIDIA's published FP8-vs-BF16 tables of the same models on the same GPUs (fitted);
+    # attention, communication and the rest unchanged
+    precise = AND(NOT(i.compute_precision.eq("bf16")), r("peak_tflops") > 0)
+    gemm = b.item("gemm_precision_factor", "×",
+                  IF(precise, 1 - i.fitted_fp8_gemm_realised * (1 - r("peak_bf16_tflops") / r("peak_tflops")), 1))
     # the communication the fit does not scale (budget/calibrate.py reads this item): TP all-reduces
     # inside the fast fabric are the width factor's; beyond it (no published row runs TP over the
-    # network) they are exposed at the network's bandwidth
+    # network) they are exposed at the network's bandwidth; DualPipe hides the EP all-to-all and the
+    # PP sends behind computation (DeepSeek-V3 §3.2.1)
+    dualpipe = i.pipeline_schedule.eq("dualpipe")
     fixed = b.item("fitted_fixed_comm_s", "s",
-                   r("pp_comm_s") + r("cp_comm_s") + r("ep_comm_s") * i.ep_comm_exposed
+                   r("pp_comm_s") * IF(dualpipe, i.dualpipe_comm_exposed, 1) + r("cp_comm_s")
+                   + r("ep_comm_s") * IF(dualpipe, i.dualpipe_comm_exposed, i.ep_comm_exposed)
                    + IF(i.tp_size > r("scale_up_gpus"), r("tp_comm_s") * i.tp_comm_exposed, 0))
     comm = b.item("fitted_comm_s", "s", exposed * r("dp_comm_s") + fixed)
     step = b.item("fitted_step_s", "s",
-                  (1 + r("bubble_fraction")) * (matmul_s * factor + attn_s * attn_factor) + comm)
+                  (1 + r("bubble_fraction")) * stack * (matmul_s * factor * gemm + attn_s * attn_factor) + comm)
     b.item("fitted_mfu", "fraction",
            r("model_flops_per_token") * per_gpu / (step * r("peak_tflops") * i.flops_per_tflop))
+
+
+def _choose(choice: Expr, options, value) -> Expr:
+    """value(option) for the option `choice` holds: nested IFs over `options` (the last the fallback)."""
+    *first, last = options
+    out = value(last)
+    for option in reversed(first):
+        out = IF(choice.eq(option), value(option), out)
+    return out
 
 
 def _pilot_rows(b: ModelBuilder, targets) -> None:
@@ -1232,17 +1271,31 @@ def _schedule(b: ModelBuilder, i: _Inputs) -> None:
     b.item("goodput", "fraction", r("train_days") / stretched)
     b.item("gpu_failure_probability", "fraction", 1 - EXP(0 - rate * stretched * 24))
 
+    # issue 25: what full runs spend beyond step time and the modelled failures (restarts and
+    # debugging, loss spikes, stragglers, data and evaluation stalls, capacity held idle), fitted on
+    # published full runs' GPUs × wall-clock days against their own throughput (budget/plan/calibrate.py);
+    # the calendar share lengthens the run, the rest adds billed card-hours only
+    b.section("card_hours")
+    allowance = b.item("card_allowance", "fraction", _choose(i.efficiency_maturity, MATURITIES,
+                                                             lambda m: i[f"fitted_card_allowance_{m}"]))
+    cal = b.item("card_allowance_days", "days", stretched * allowance * i.card_allowance_calendar_share)
+    per_day = r("gpu_hours") / r("train_days")
+    billed_only = b.item("card_allowance_billed_only_gpu_hours", "GPU-h",
+                         per_day * stretched * allowance * (1 - i.card_allowance_calendar_share))
+    b.item("card_gpu_hours", "GPU-h", per_day * (stretched + r("rollback_days") + cal) + billed_only)
+
     b.section("data_loading")
     b.item("data_read_gb_per_s", "GB/s", tok / (r("train_days") * 86400))
 
     b.section("run_schedule")
     transfer = b.item("transfer_days", "days", tok * i.bits_per_byte / i.transfer_gbit_per_s / 86400)
     evaluation = b.item("evaluation_days", "days", i.evaluation_weeks * 7)
-    non_training = b.item("non_training_days", "days", i.queue_days + i.setup_days + transfer + loss)
+    cal = r("card_allowance_days")
+    non_training = b.item("non_training_days", "days", i.queue_days + i.setup_days + transfer + loss + cal)
     b.item("non_training_margin", "fraction of training", non_training / r("train_days"))
     b.item("run_days", "days",
-           i.queue_days + i.setup_days + transfer + stretched + r("rollback_days") + evaluation)
-    b.item("billed_days", "days", i.setup_days + transfer + stretched + evaluation)
+           i.queue_days + i.setup_days + transfer + stretched + r("rollback_days") + cal + evaluation)
+    b.item("billed_days", "days", i.setup_days + transfer + stretched + cal + evaluation)
 
 
 def _timeline(b: ModelBuilder, i: _Inputs) -> None:
@@ -1252,7 +1305,7 @@ def _timeline(b: ModelBuilder, i: _Inputs) -> None:
               ("validation", i.validation_weeks * 7),
               ("scaling", i.scaling_weeks * 7),
               ("training", i.queue_days + i.setup_days + r("transfer_days") + r("stretched_training_days")
-               + r("rollback_days")),
+               + r("rollback_days") + r("card_allowance_days")),
               ("evaluation", r("evaluation_days")),
               ("deployment", i.deployment_weeks * 7)]
     previous = i.start_date
@@ -1307,7 +1360,8 @@ def _cost(b: ModelBuilder, i: _Inputs) -> None:
 
     b.section("gpu_rental")
     b.item("rental_cost", "currency", r("gpu_hours") * tier_rate)
-    billed_h = b.item("billed_gpu_hours", "GPU-h", r("reserved_gpus") * r("billed_days") * 24)
+    billed_h = b.item("billed_gpu_hours", "GPU-h",
+                      r("reserved_gpus") * r("billed_days") * 24 + r("card_allowance_billed_only_gpu_hours"))
     committed = b.item("committed_gpus", "GPUs",
                        IF(ISNUMBER(i.reserved_committed_gpus), i.reserved_committed_gpus, r("reserved_gpus")))
     term_h = b.item("reserved_term_hours", "hours", i.reserved_term_months * 365 / 12 * 24)

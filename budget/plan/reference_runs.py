@@ -108,8 +108,9 @@ def _shape(r: dict, catalog: Catalog) -> dict | None:
 
 def _run(r: dict, catalog: Catalog) -> dict | None:
     """The row as the reference-runs table's values, or None when it cannot be estimated: FP8,
-    a layout field or the shape not published, its accelerator not in the catalog."""
-    if "fp8" in str(r.get("precision", "")).lower():      # i18n: not text
+    a layout field or the shape not published, its accelerator not in the catalog, or a row kept
+    only for its FP8/BF16 pair (an accelerator variant the catalog lacks)."""
+    if "fp8" in str(r.get("precision", "")).lower() or r.get("pair_only"):      # i18n: not text
         return None
     L, sh, tok = r.get("layout") or {}, _shape(r, catalog), tokens_per_gpu_s(r)
     if sh is None or not tok or not _num(r.get("params")) or r["accelerator"] not in catalog.accelerator_ids():
