@@ -253,13 +253,19 @@ def _model_error(b: Binder) -> dict[str, InputValue]:
     hw = b.s.hardware
     typed = (any(x is not None for x in (hw.mfu, hw.hfu, hw.effective_tflops, hw.baseline_mfu))
              or b.s.efficiency.model == "reference")
-    spread, key = (error.constant_mfu, "model_error_constant") if typed else (error.fitted, "model_error_fitted")
+    stack = b.s.efficiency.stack
+    if typed:
+        spread, key = error.constant_mfu, "model_error_constant"
+    elif stack in error.by_stack:
+        spread, key = error.by_stack[stack], "model_error_stack"
+    else:
+        spread, key = error.fitted, "model_error_fitted"
     out = {}
     for end, fig in (("low", spread.low), ("high", spread.high)):
         if f"uncertainty.model_error.{end}" not in b.explicit:
             out[f"unc_model_error_{end}"] = InputValue(
                 float(fig.value), b.text(key, end="P10" if end == "low" else "P90", rows=spread.rows,
-                                         groups=spread.groups, as_of=fig.as_of.isoformat()), fig.note)
+                                         groups=spread.groups, as_of=fig.as_of.isoformat(), stack=stack), fig.note)
     return out
 
 

@@ -401,8 +401,8 @@ class ModelError(_Strict):
     source: str
     as_of: dt.date
     sources: dict[str, str]
-    groups: dict[str, list[str]]
     fitted: ErrorSpread
+    by_stack: dict[str, ErrorSpread] = {}     # a stated stack's own, where rows of two groups measured it
     constant_mfu: ErrorSpread
     calibration: dict
 

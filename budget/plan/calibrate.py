@@ -349,8 +349,10 @@ def _rho(coef: Sequence[float], pairs: Sequence[tuple[Row, Row]], factors: Mappi
     for b, f in pairs:
         compute, gemm, other = _split(coef, b, 0.0)
         s = factors.get(b.stack, 1.0)
-        share = s * gemm / (s * compute + other)
-        found.append((1 - f.measured_step_s / b.measured_step_s) / (share * f.fp8_saving))
+        # a fit whose rows leave the pair's architecture no GEMM time says nothing of ρ
+        share = s * gemm / (s * compute + other) if s * compute + other > 0 else 0.0
+        if share > 0:
+            found.append((1 - f.measured_step_s / b.measured_step_s) / (share * f.fp8_saving))
     return statistics.median(found) if found else 0.0
 
 
@@ -623,15 +625,23 @@ NOT_HELD_OUT = ("no other source group measured its architecture; under the unme
                 "its median error is {:+.3f}")  # i18n: not text
 
 
-def _quantiles(errors: Sequence[float], weights: Sequence[float] | None = None) -> dict:
-    """P10, P50 and P90 of errors (with weights: each source group weighing the same)."""
+def weighted_quantiles(errors: Sequence[float], qs: Sequence[float], weights: Sequence[float] | None = None
+                       ) -> list[float]:
+    """Quantiles of errors with weights (each source group weighing the same), linear between the
+    midpoints of the sorted values' cumulative weights."""
     import numpy as np
     e = np.array(errors, dtype=float)
     w = np.ones(len(e)) if weights is None else np.array(weights, dtype=float)
-    order = np.argsort(e)
+    order = np.argsort(e, kind="stable")
     e, w = e[order], w[order]
     cum = (np.cumsum(w) - w / 2) / w.sum()
-    return {f"p{q}": round(float(np.interp(q / 100, cum, e)), 6) for q in (10, 50, 90)} | {"rows": len(e)}
+    return [float(np.interp(q, cum, e)) for q in qs]
+
+
+def _quantiles(errors: Sequence[float], weights: Sequence[float] | None = None) -> dict:
+    """P10, P50 and P90 of errors (with weights: each source group weighing the same)."""
+    found = weighted_quantiles(errors, (0.1, 0.5, 0.9), weights)
+    return {f"p{q}": round(x, 6) for q, x in zip((10, 50, 90), found)} | {"rows": len(errors)}
 
 
 def _figures(s: Scores) -> dict:

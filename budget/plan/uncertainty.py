@@ -1,10 +1,11 @@
 """How wrong the planner has been on runs it was not fitted on, as the spread of the range
 (issue 25, item 4), and the calibration test of that spread.
 
-The errors are the step-time model's own (budget/plan/calibrate.py: its rows, its fit, its
-prediction), held out by **source group**: the rows of one publisher and software stack are
-left out together (NVIDIA's DGX Cloud, NeMo and Megatron tables are one group: the same stack
-measured by the same team), the model refitted on the others and the group's rows predicted.
+The errors are the step-time model's own (budget/plan/calibrate.py: its rows, its fit_model, its
+prediction with the stack unknown, as a scenario that does not state its stack gets), held out by
+**source group** (each row's `source_group` in catalogs/throughput_runs.yaml: NVIDIA's DGX Cloud,
+NeMo and Megatron tables are one group, the same stack measured by the same team): the model is
+refitted on the other groups and the group's rows predicted.
 A row's error is ln(measured step time ÷ predicted step time); GPU-hours scale with the step
 time, so the same ratio is the error of the GPU-hours.
 
@@ -35,82 +36,92 @@ import yaml
 from ..inputs.catalog import Catalog, data_dir, load_catalog
 from . import calibrate as C
 
-# Source groups: publisher and software. A source not named here is a group of its own.
-SOURCE_GROUPS = {"nvidia_megatron": ("nvidia_dgxc_benchmarking", "nemo_perf_summary_2407", "narayanan2021_sc21",
-                                     "korthikanti2022", "nemotron4_15b")}
 TAILS = (0.1, 0.9)          # the range's P10 and P90
 TAIL_MISS = (0.03, 0.17)    # issue 25: each tail misses 10 ± 7% of held-out rows
 CONSTANT_MFU = 0.30         # the rule of thumb's constant, reported beside the fitted one
+MIN_STACK_ROWS = 10         # held-out rows a stack needs for a spread of its own (else the pooled one)
 WITHIN = 0.20               # issue 25: the share of held-out rows within ±20%
 FILE = "model_error.yaml"   # i18n: not text (a file name)
 
 
-def group_of(source_id: str) -> str:
-    return next((g for g, ids in SOURCE_GROUPS.items() if source_id in ids), source_id)
+def fit_rows(catalog: Catalog | None = None) -> list[C.Row]:
+    """The step-time fit's rows (calibrate.fit_rows) that can be scored: the pair-only FP8/BF16 rows
+    (an accelerator the catalog lacks) only tell ρ, they are fitted on but never predicted."""
+    rows, _ = C.fit_rows(catalog or load_catalog())
+    return rows
 
 
-@dataclass(frozen=True)
-class Planned:
-    """A fit row with what the constant-MFU rule needs: its 6·N FLOPs per token over the BF16
-    peak (seconds per token per GPU at 100% MFU)."""
-    row: C.Row
-    group: str
-    rule_s_per_token: float
+class _Fits:
+    """calibrate.fit_model on the rows without some source groups, each fit made once (the nested
+    test asks for every pair of groups from both sides)."""
 
-    def implied_mfu(self) -> float:
-        return self.rule_s_per_token * self.row.tokens_per_gpu_s
+    def __init__(self, rows: Sequence[C.Row]):
+        self.rows, self.done = list(rows), {}
 
-
-def planned_rows(catalog: Catalog | None = None) -> list[Planned]:
-    """calibrate.fit_rows's rows, each with its plan's 6·N and BF16 peak."""
-    from ..inputs.options import parse_scenario
-    from .plan import build_plan
-    catalog = catalog or load_catalog()
-    rows, _ = C.fit_rows(catalog)
-    raw = {r["id"]: r for r in C.published_rows()}
-    out = []
-    for r in rows:
-        v = build_plan(parse_scenario(C.row_scenario(raw[r.id], catalog), f"{r.id}.yaml", catalog),
-                       catalog, r.id).values
-        out.append(Planned(r, group_of(r.source_id),
-                           6 * v["model_params"] / (v["peak_tflops"] * 1e12)))
-    return out
+    def without(self, groups: frozenset) -> C.Model:
+        if groups not in self.done:
+            self.done[groups] = C.fit_model([r for r in self.rows if r.group not in groups])
+        return self.done[groups]
 
 
-def error(coef: Sequence[float], r: C.Row) -> float:
-    """ln(measured step time ÷ predicted step time): positive when the run was slower."""
-    return math.log(C.predict(coef, r) / r.tokens_per_gpu_s)
+def error(m: C.Model, r: C.Row) -> float:
+    """ln(measured step time ÷ predicted step time), the stack unknown (what a scenario that does not
+    state its stack gets): positive when the run was slower."""
+    return math.log(r.measured_step_s / m.step_s(r, C.UNKNOWN))
 
 
-def rule_error(mfu: float, p: Planned) -> float:
-    """The constant-MFU rule's error on the row: ln(its implied MFU's step over the measured)."""
-    return math.log(mfu / p.implied_mfu())
+def rule_error(mfu: float, r: C.Row) -> float:
+    """The constant-MFU rule's error on the row: ln(measured step ÷ the rule's step)."""
+    return math.log(r.measured_step_s / C.constant_mfu_step_s(r, mfu))
 
 
-def _holdable(test: Sequence[Planned], train: Sequence[Planned]) -> bool:
-    """A group whose architecture no other group measured cannot be held out (its α unfitted)."""
-    return {p.row.architecture for p in test} <= {p.row.architecture for p in train}
+def _scorable(rows: Sequence[C.Row]) -> list[C.Row]:
+    return [r for r in rows if not r.pair_only]
 
 
-def held_out(rows: Sequence[Planned]) -> dict[str, list[tuple[Planned, float, float]]]:
-    """Leave one source group out: group -> [(row, model error, constant-MFU rule error)], the
-    rule's constant the median implied MFU of the other groups' rows."""
+def held_out(rows: Sequence[C.Row], fits: _Fits | None = None, without: frozenset = frozenset()
+             ) -> dict[str, list[tuple[C.Row, float, float]]]:
+    """Leave one source group out (besides `without`): group -> [(row, model error, constant-MFU rule
+    error)], the rule's constant the median implied MFU of the other groups' rows. A group whose
+    architecture no other group measured is left out (its factor would be the unmeasured-architecture
+    rule's, which calibrate.cross_validate scores apart)."""
+    fits = fits or _Fits(rows)
+    rows = [r for r in rows if r.group not in without]
     out = {}
-    for group in sorted({p.group for p in rows}):
-        train = [p for p in rows if p.group != group]
-        test = [p for p in rows if p.group == group]
-        if not _holdable(test, train):
+    for group in sorted({r.group for r in rows}):
+        train = _scorable(r for r in rows if r.group != group)
+        test = _scorable(r for r in rows if r.group == group)
+        m = fits.without(without | {group})
+        if not test or not {r.architecture for r in test} <= set(m.architectures):
             continue
-        coef = C.fit([p.row for p in train])
-        mfu = statistics.median(p.implied_mfu() for p in train)
-        out[group] = [(p, error(coef, p.row), rule_error(mfu, p)) for p in test]
+        mfu = statistics.median(C.implied_mfu(r) for r in train)
+        out[group] = [(r, error(m, r), rule_error(mfu, r)) for r in test]
     return out
 
 
-def quantiles(errors: Sequence[float], qs: Sequence[float]) -> list[float]:
-    """Quantiles of the pooled errors (linear between order statistics, numpy's default)."""
-    import numpy as np
-    return [float(x) for x in np.quantile(np.asarray(errors, dtype=float), qs)]
+def held_out_by_stack(rows: Sequence[C.Row], fits: _Fits | None = None) -> dict[str, list[tuple[C.Row, float]]]:
+    """The spread for a scenario that states its stack: stack -> [(row, error)] of the held-out rows
+    of that stack, each predicted with its stack's own factor, where the fit without the row's group
+    still gives the stack its own factor (rows of at least calibrate.MIN_GROUPS other groups) and the
+    held-out rows come from at least MIN_GROUPS groups and number MIN_STACK_ROWS. A stack with fewer
+    uses the pooled spread (December 2026: every stack does; DeepSpeed has 3 such rows, in-house
+    tuned stacks 5, and a P10 of 3 rows is no P10)."""
+    fits = fits or _Fits(rows)
+    out: dict[str, list[tuple[C.Row, float]]] = {}
+    for group in sorted({r.group for r in rows}):
+        m = fits.without(frozenset({group}))
+        for r in _scorable(r for r in rows if r.group == group):
+            own = r.stack in m.stack_factors and len(m.stack_groups.get(r.stack, ())) >= C.MIN_GROUPS
+            if own and r.architecture in m.architectures:
+                out.setdefault(r.stack, []).append((r, math.log(r.measured_step_s / m.step_s(r, r.stack))))
+    return {k: v for k, v in sorted(out.items())
+            if len({r.group for r, _ in v}) >= C.MIN_GROUPS and len(v) >= MIN_STACK_ROWS}
+
+
+def quantiles(errors: Sequence[tuple[C.Row, float]], qs: Sequence[float]) -> list[float]:
+    """Quantiles of (row, error) pairs, each source group weighing the same whatever its number of
+    rows: NVIDIA's 61 near-identical tuned rows would otherwise be most of every tail."""
+    return C.weighted_quantiles([e for _, e in errors], qs, C._group_weights([r for r, _ in errors]))
 
 
 @dataclass(frozen=True)
@@ -123,12 +134,12 @@ class Spread:
     high: float
 
 
-def spreads(rows: Sequence[Planned]) -> tuple[Spread, Spread]:
+def spreads(rows: Sequence[C.Row], fits: _Fits | None = None) -> tuple[Spread, Spread]:
     """The spread a plan uses: the fitted model's held-out errors, and the constant-MFU rule's
     centred on its median (a typed utilisation is its team's median)."""
-    done = held_out(rows)
-    model = [e for scored in done.values() for _, e, _ in scored]
-    rule = [e for scored in done.values() for _, _, e in scored]
+    done = held_out(rows, fits)
+    model = [(r, e) for scored in done.values() for r, e, _ in scored]
+    rule = [(r, e) for scored in done.values() for r, _, e in scored]
     q = quantiles(model, (TAILS[0], 0.5, TAILS[1]))
     c = quantiles(rule, (TAILS[0], 0.5, TAILS[1]))
     return (Spread(len(model), len(done), *(math.exp(x) for x in q)),
@@ -148,21 +159,25 @@ class Scored:
     rule_030_error: float   # the same rule at a constant 0.30 MFU
 
 
-def nested(rows: Sequence[Planned]) -> list[Scored]:
-    """Each holdable group predicted by a fit without it, with the spread of the errors the
-    other groups make when each is held out of a fit that also lacks G."""
+def stack_spreads(rows: Sequence[C.Row], fits: _Fits | None = None) -> dict[str, Spread]:
+    """held_out_by_stack's spreads, each group weighing the same."""
+    out = {}
+    for stack, errors in held_out_by_stack(rows, fits).items():
+        q = quantiles(errors, (TAILS[0], 0.5, TAILS[1]))
+        out[stack] = Spread(len(errors), len({r.group for r, _ in errors}), *(math.exp(x) for x in q))
+    return out
+
+
+def nested(rows: Sequence[C.Row], fits: _Fits | None = None) -> list[Scored]:
+    """Each group held out (held_out's errors of a fit without it), with the spread of the errors
+    the other groups make when each is held out of a fit that also lacks G."""
+    fits = fits or _Fits(rows)
     out = []
-    for group in sorted({p.group for p in rows}):
-        train = [p for p in rows if p.group != group]
-        test = [p for p in rows if p.group == group]
-        if not _holdable(test, train):
-            continue
-        coef = C.fit([p.row for p in train])
-        inner = [e for scored in held_out(train).values() for _, e, _ in scored]
+    for group, done in held_out(rows, fits).items():
+        inner = [(r, e) for scored in held_out(rows, fits, frozenset({group})).values() for r, e, _ in scored]
         low, median, high = quantiles(inner, (TAILS[0], 0.5, TAILS[1]))
-        mfu = statistics.median(p.implied_mfu() for p in train)
-        out += [Scored(p.row.id, group, error(coef, p.row), low, median, high, rule_error(mfu, p),
-                       rule_error(CONSTANT_MFU, p)) for p in test]
+        out += [Scored(r.id, group, e, low, median, high, rule, rule_error(CONSTANT_MFU, r))
+                for r, e, rule in done]
     return out
 
 
@@ -189,27 +204,37 @@ def _relative(log_error: float) -> float:
 
 
 def score(scored: Sequence[Scored], per_group: bool = True) -> Calibration:
-    n = len(scored)
-    rule = quantiles([s.rule_error for s in scored], TAILS)
+    """The figures of held-out rows, each source group weighing the same (a group's rows share one
+    weight): the tails' misses, the median P90/P10, the P50's median error and share within ±20%,
+    and the constant-MFU rules' on the same rows."""
+    counts: dict[str, int] = {}
+    for s in scored:
+        counts[s.group] = counts.get(s.group, 0) + 1
+    w = [1 / counts[s.group] for s in scored]
+    total = sum(w)
+
+    def share(flags) -> float:
+        return sum(x for x, f in zip(w, flags) if f) / total
+
+    def median(values) -> float:
+        return C.weighted_quantiles(list(values), (0.5,), w)[0]
+
+    rule = C.weighted_quantiles([s.rule_error for s in scored], TAILS, w)
     p50 = [_relative(s.error - s.median) for s in scored]
     fixed = [_relative(s.rule_error) for s in scored]
     fixed_030 = [_relative(s.rule_030_error) for s in scored]
-    groups = sorted({s.group for s in scored})
+    groups = sorted(counts)
     return Calibration(
-        n, len(groups),
-        sum(s.error < s.low for s in scored) / n, sum(s.error > s.high for s in scored) / n,
-        statistics.median(math.exp(s.high - s.low) for s in scored), math.exp(rule[1] - rule[0]),
-        statistics.median(p50), _share(p50), statistics.median(fixed), _share(fixed),
-        statistics.median(fixed_030), _share(fixed_030),
+        len(scored), len(groups),
+        share(s.error < s.low for s in scored), share(s.error > s.high for s in scored),
+        math.exp(median(s.high - s.low for s in scored)), math.exp(rule[1] - rule[0]),
+        median(p50), share(e <= WITHIN + 1e-12 for e in p50), median(fixed), share(e <= WITHIN + 1e-12 for e in fixed),
+        median(fixed_030), share(e <= WITHIN + 1e-12 for e in fixed_030),
         {g: score([s for s in scored if s.group == g], False) for g in groups} if per_group else {})
 
 
-def _share(errors: Sequence[float]) -> float:
-    return sum(e <= WITHIN + 1e-12 for e in errors) / len(errors)
-
-
-def calibration(rows: Sequence[Planned]) -> Calibration:
-    return score(nested(rows))
+def calibration(rows: Sequence[C.Row], fits: _Fits | None = None) -> Calibration:
+    return score(nested(rows, fits))
 
 
 # --- the catalog file ----------------------------------------------------------------------
@@ -218,10 +243,11 @@ SOURCE = ("held-out errors of the step-time model of budget/plan/calibrate.py on
           "one source group left out at a time (budget/plan/uncertainty.py)")  # i18n: not text
 
 
-def document(rows: Sequence[Planned], as_of: dt.date) -> dict:
+def document(rows: Sequence[C.Row], as_of: dt.date) -> dict:
     """catalogs/model_error.yaml's content (budget.inputs.catalog.ModelError reads it)."""
-    fitted, rule = spreads(rows)
-    cal = calibration(rows)
+    fits = _Fits(rows)
+    fitted, rule = spreads(rows, fits)
+    cal = calibration(rows, fits)
 
     def figure(value: float, note: str) -> dict:
         return {"value": round(value, 6), "source": "model_error_fit", "as_of": as_of.isoformat(), "note": note}
@@ -245,8 +271,10 @@ def document(rows: Sequence[Planned], as_of: dt.date) -> dict:
     return {  # i18n: not text (data file)
         "source": SOURCE, "as_of": as_of.isoformat(),
         "sources": {"model_error_fit": SOURCE},
-        "groups": {g: list(ids) for g, ids in SOURCE_GROUPS.items()},
         "fitted": spread(fitted, "the fitted model's held-out step-time errors"),
+        "by_stack": {stack: spread(sp, f"the fitted model's held-out step-time errors on {stack} rows, "
+                                       "each predicted with that stack's factor")  # i18n: not text
+                     for stack, sp in stack_spreads(rows, fits).items()},
         "constant_mfu": spread(rule, "a constant MFU's held-out step-time errors, centred"),
         "calibration": {**figures(cal), "groups": cal.groups,
                         "per_group": {g: figures(c) for g, c in cal.per_group.items()}},
@@ -265,7 +293,7 @@ def write(path: Path, doc: Mapping) -> None:
 def main(argv: Sequence[str] | None = None) -> int:      # pragma: no cover - a report for people
     import sys
     argv = list(sys.argv[1:] if argv is None else argv)
-    rows = planned_rows()
+    rows = fit_rows()
     as_of = dt.date.today()
     for arg in argv:
         if arg.startswith("--as-of="):
