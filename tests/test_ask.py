@@ -25,8 +25,9 @@ from budget.xlsx.recalc import read_values, recalculate, relative_difference
 from support import SEED_H100, plan_of, raw, require_soffice, with_changes
 
 # The seed example (scenarios/gpt3-175b-h100.yaml, 450 TFLOPS typed): before issue 25 it asked
-# its total with the 20% buffer, 5,466,340 USD, about its own P30
-SEED_ASK, SEED_POINT, SEED_BUFFERED = "6,633,013 USD", "4,555,283 USD", "5,466,340 USD"
+# its total with the 20% buffer, 5,466,340 USD, about its own P30; now the card-hours allowance (issue 25
+# item 3) is in the total and the flat buffer, 5,975,816 USD, would cover P71
+SEED_ASK, SEED_POINT, SEED_BUFFERED = "6,465,177 USD", "4,979,847 USD", "5,975,816 USD"
 
 
 def _range(plan):
@@ -70,9 +71,9 @@ def test_the_seed_decision_page_asks_its_p80_and_says_where_the_point_estimate_s
     head = render_markdown(seed).split("## Status:")[0]
     assert (f"Approve {SEED_ASK}, the P80 of the total, to train GPT-3 175B on 512 H100 (seed 002 worked "
             f"example)") in head
-    assert f"The point estimate, {SEED_POINT}, sits at P24" in head
-    assert f"the flat 20% buffer ({SEED_BUFFERED}) would cover P52 and is not added." in head
-    assert f"(point estimate {SEED_POINT}, at P24; the ask, P80, {SEED_ASK})" in head
+    assert f"The point estimate, {SEED_POINT}, sits at P47" in head
+    assert f"the flat 20% buffer ({SEED_BUFFERED}) would cover P71 and is not added." in head
+    assert f"(point estimate {SEED_POINT}, at P47; the ask, P80, {SEED_ASK})" in head
     html = render_html(seed)
     assert f"Approve {SEED_ASK}, the P80 of the total" in html and "The ask (P80)" in html
 
@@ -105,7 +106,7 @@ def test_the_command_line_says_the_percentile_asked_and_where_the_total_sits(tmp
     out = capsys.readouterr().out
     assert code == 0
     assert out.startswith("gpt3-175b-h100: 512 x NVIDIA H100 80GB SXM5 (4 × 8 × 16), 158.2 training days, "
-                          f"1,944,444 GPU-hours, total {SEED_POINT}; ask P80 {SEED_ASK} (the total at P24)\n")
+                          f"1,944,444 GPU-hours, total {SEED_POINT}; ask P80 {SEED_ASK} (the total at P47)\n")
 
 
 def test_plan_json_says_the_percentile_asked_and_where_the_total_sits(seed):

@@ -86,7 +86,7 @@ REFUSALS = {
         "72.0 GB usable\n"
         "  fix: ways out, cheapest first: 48 GPUs (hardware.gpu_count: 48), the fewest whole nodes "
         "that fit, as TP 8 × PP 1 × DP 6, micro-batch 1, ZeRO-3, no recomputation, sequence parallel "
-        "(69.5 of 72.0 GB per GPU): 154.7 training days, total 619,362 USD; no larger accelerator of the catalog fits at 8 GPUs\n"),
+        "(69.5 of 72.0 GB per GPU): 172.5 training days, total 738,626 USD; no larger accelerator of the catalog fits at 8 GPUs\n"),
     "deadline-not-met": (
         _PLAIN.format(preset="llama3-8b", tokens="15T", batch="  global_batch_sequences: 1009\n",
                       count="deadline_days: 2"),
@@ -143,7 +143,7 @@ def test_no_arguments_builds_the_bundled_example(tmp_path, monkeypatch, capsys):
         assert (tmp_path / "out" / f"gpt3-175b-h100.{ext}").is_file()
         assert (tmp_path / "out" / f"gpt3-175b-h100.{ext}").stat().st_mode & 0o044, "readable by others"
     assert out.startswith("gpt3-175b-h100: 512 x NVIDIA H100 80GB SXM5 (4 × 8 × 16), 158.2 training "
-                          "days, 1,944,444 GPU-hours, total 4,555,283 USD; ask P80 6,633,013 USD (the total at P24)\n")
+                          "days, 1,944,444 GPU-hours, total 4,979,847 USD; ask P80 6,465,177 USD (the total at P47)\n")
     # The seed's layout does not fit without ZeRO or recomputation, and the tool says so.
     assert ("warning: gpt3-175b-h100: check failing: Layout does not fit in memory: 89.1 > 72 GB "
             "per GPU") in err
@@ -321,10 +321,10 @@ def test_the_headline_is_in_the_plans_language(catalog):
 
     en, zh = seed_plan(catalog), seed_plan(catalog, language="zh")
     assert _headline(en) == ("gpt3-175b-h100: 512 x NVIDIA H100 80GB SXM5 (4 × 8 × 16), 158.2 training "
-                             "days, 1,944,444 GPU-hours, total 4,555,283 USD; ask P80 6,633,013 USD (the total at P24)")
+                             "days, 1,944,444 GPU-hours, total 4,979,847 USD; ask P80 6,465,177 USD (the total at P47)")
     assert _headline(zh).startswith("gpt3-175b-h100：512 张 NVIDIA H100 80GB SXM5（")
-    assert _headline(zh).endswith("），训练 158.2 天，1,944,444 GPU 小时，总计 4,555,283 USD；申请 P80 6,633,013 USD"
-                                  "（总计位于 P24）")
+    assert _headline(zh).endswith("），训练 158.2 天，1,944,444 GPU 小时，总计 4,979,847 USD；申请 P80 6,465,177 USD"
+                                  "（总计位于 P47）")
     assert _headline(en, "zh") == _headline(zh)
 
 

@@ -60,9 +60,9 @@ def test_the_recommendation_is_the_compare_sheets(options_plan):
 def test_the_markdown_leads_with_the_same_decision(seed_h100):
     text = render_markdown(seed_h100)
     head = text[:text.index("## Status:")]
-    assert "Approve 6,633,013 USD, the P80 of the total, to train" in head
-    assert "The point estimate, 4,555,283 USD, sits at P24 (P50" in head
-    assert "- GPU rental price:" in head and "- Check failing: Layout does not fit in memory" in head
+    assert "Approve 6,465,177 USD, the P80 of the total, to train" in head
+    assert "The point estimate, 4,979,847 USD, sits at P47 (P50" in head
+    assert "- Model error (step time):" in head and "- GPU rental price:" in head and "- Check failing: Layout does not fit in memory" in head
     assert "| Prepared by | Reviewed by | Approved by | Date |" in head
 
 
@@ -72,7 +72,7 @@ def test_risks_are_the_largest_swings_then_the_checks(seed_h100):
     from budget.plan.plan import scenario_digest
     d = decision(seed_h100, status(seed_h100), scenario_digest(seed_h100))
     swings = [r for r in d["risks"] if not r.startswith(("Check", "Warning"))]
-    assert [r.split(":")[0] for r in swings] == ["GPU rental price", "Model error (step time)", "Training tokens",
+    assert [r.split(":")[0] for r in swings] == ["Model error (step time)", "GPU rental price", "Training tokens",
                                                  "Setup", "Staffing cost"]
     assert d["digest"] == scenario_digest(seed_h100)
 
@@ -125,16 +125,16 @@ def test_the_chinese_decision_page_says_the_same_in_chinese(options_plan_zh):
     text = render_markdown(options_plan_zh)
     head = text[:text.index("## 状态：")]
     assert head.index("## 提请决策事项") < head.index("**基准计划：不可审批（1 项校验未通过）**")
-    assert ("批准 6,633,013 USD（总计的 P80），用于训练 "
+    assert ("批准 6,465,177 USD（总计的 P80），用于训练 "
             "GPT-3 175B on 512 H100 (seed 002 worked example)，采用方案 512 H100, layout left to the search："
-            "512 × NVIDIA H100 80GB SXM5，2027年1月4日开始，2027年9月23日结束。点估计 4,555,283 USD 位于 P24"
-            "（P50 5,402,257 USD，P90 7,384,203 USD）；20% 固定预留金（5,466,340 USD）可覆盖 P52，不另行计入。") in head
+            "512 × NVIDIA H100 80GB SXM5，2027年1月4日开始，2027年10月12日结束。点估计 4,979,847 USD 位于 P47"
+            "（P50 5,101,399 USD，P90 7,317,513 USD）；20% 固定预留金（5,975,816 USD）可覆盖 P71，不另行计入。") in head
     assert " · 推荐：**512 H100, layout left to the search**（所有校验均通过的方案中成本最低者）" in head
     assert "| 方案 | 加速卡 | 训练天数 | 项目结束 | 总计 | 校验 |" in head
-    assert "| 2027年9月23日 | 4,555,283 USD | 1 项未通过 |" in head and "| 通过 |" in head
-    assert "（点估计 4,555,283 USD，位于 P24；申请金额 P80：6,633,013 USD）；项目结束日期 P90 2027年12月15日。" in head
+    assert "| 2027年10月12日 | 4,979,847 USD | 1 项未通过 |" in head and "| 通过 |" in head
+    assert "（点估计 4,979,847 USD，位于 P47；申请金额 P80：6,465,177 USD）；项目结束日期 P90 2027年12月18日。" in head
     assert "按季度支出：2027年第1季度 " in head
-    assert "- GPU 租赁价格：取低值时 −636,042 USD，取高值时 +1,484,099 USD" in head
+    assert "- GPU 租赁价格：取低值时 −699,727 USD，取高值时 +1,632,696 USD" in head
     assert "- 校验未通过：" in head and "| 编制人 | 审核人 | 批准人 | 日期 |" in head
     for english in ("Approve", "Recommended", "Top risks", "at its low value", "Prepared by"):
         assert english not in head, english

@@ -300,10 +300,10 @@ def test_the_chinese_package_index_and_summary(package_zh):
     assert "<h1>训练预算审批材料包</h1>" in page and "<h2>场景概览</h2>" in page
     assert f"<td>{keep_together('2027年10月12日')}</td>" in page
     text = " ".join(" ".join(_index(outdir).text).split())
-    assert "项目 2027年1月4日至2027年9月23日" in text and "总计 4,555,283 USD（点估计），申请金额（总计的 P80） 6,633,013 USD" in text
+    assert "项目 2027年1月4日至2027年10月12日" in text and "总计 4,979,847 USD（点估计），申请金额（总计的 P80） 6,465,177 USD" in text
     for english in ("Scenarios at a glance", "training days", "failing", "Files:"):
         assert english not in page, english
-    assert ("gpt3-175b-options：512 x NVIDIA H100 80GB SXM5，训练 158.2 天，总计 4,555,283 USD，申请 P80 6,633,013 USD，"
+    assert ("gpt3-175b-options：512 x NVIDIA H100 80GB SXM5，训练 158.2 天，总计 4,979,847 USD，申请 P80 6,465,177 USD，"
             "校验未通过" in stdout)
     assert "已将 11 个文件写入" in stdout
     assert subprocess.run(["sha256sum", "-c", "SHA256SUMS"], cwd=outdir, capture_output=True,

@@ -53,8 +53,8 @@ def test_the_chinese_report_declares_its_language_and_writes_dates_the_chinese_w
     assert "    正式训练 :training, 2027-03-01, 2027-09-14" in text        # Mermaid: ISO data
     assert "2027-01-04" not in html
     assert "## 状态：不可审批（1 项校验未通过）" in text
-    assert "按季度支出：2027年第1季度 719,965 USD；2027年第2季度" in text
-    assert '<text x="525.1" y="16" text-anchor="middle">2027年7月</text>' in html    # Gantt axis
+    assert "按季度支出：2027年第1季度 719,953 USD；2027年第2季度" in text
+    assert '<text x="503.3" y="16" text-anchor="middle">2027年7月</text>' in html    # Gantt axis
     for english in ("Decision asked for", "At a glance", "Failure budget", "Key assumptions", "Total"):
         assert english not in html and english not in text, english
 
@@ -187,9 +187,9 @@ def test_reports_lead_with_the_status_and_the_failing_checks(seed_h100):
     status = text.index("## Status: NOT APPROVABLE: 1 check fails")
     assert status < text.index("## At a glance")
     assert "- **Layout does not fit in memory: 89.1 &gt; 72 GB per GPU.** Fix: Ways out, cheapest first: " in text
-    assert "Staffing is paid for 6 months, the project runs 8.6" in text
+    assert "Staffing is paid for 6 months, the project runs 9.3" in text
     assert "**Total (point estimate; indicative: checks fail)**" in text
-    assert "| **The ask: P80 of the total (indicative: checks fail)** | **6,633,013 USD** | |" in text
+    assert "| **The ask: P80 of the total (indicative: checks fail)** | **6,465,177 USD** | |" in text
     assert html.index("Status: NOT APPROVABLE: 1 check fails") < html.index("At a glance")
     assert "Layout does not fit in memory: 89.1 &gt; 72 GB per GPU." in html
 
@@ -211,8 +211,8 @@ def test_memo_lines_sit_under_not_in_the_total(seed_h100, render):
     memo = text.index("Not in the total")
     assert total < memo
     assert text.index("3,500,000 USD", memo) > memo            # the seed's pure-training rental
-    assert text.index("599,943 USD", memo) > memo              # billed minus pure
-    assert text.index("5,466,340 USD", memo) > memo            # the total with the flat 20% buffer, not asked
+    assert text.index("1,024,507 USD", memo) > memo            # billed minus pure (with the full-run allowance)
+    assert text.index("5,975,816 USD", memo) > memo            # the total with the flat 20% buffer, not asked
 
 
 @pytest.mark.office
