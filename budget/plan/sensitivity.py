@@ -6,7 +6,8 @@ The range reads each input's low and high as its P10 and P90 and treats the inpu
 independent. Each input's effect on the log of the total is taken as normal, with its median
 halfway between the logs at low and high and its spread from their distance (÷ 2·z, z =
 NORMSINV(0.9)); the effects add, so the total is lognormal: P50 = total × e^M, P10/P90 = total ×
-e^(M ∓ z·S), M = Σ means, S = √Σ spreads². The project end adds the same way, in days. The ask
+e^(M ∓ z·S), M = Σ means, S = √Σ spreads². The project end adds the same way, in days; the
+training days and the billed card-hours are lognormal the same way as the total (issue 25). The ask
 (issue 25) is the approval percentile p of the total, total × e^(M + NORMSINV(p)·S); the point
 estimate sits at NORMSDIST(−M/S), the total with the flat buffer at NORMSDIST((ln(1 + rate) − M)/S).
 What it leaves out: interactions between inputs (it is first order), correlation, and any input not in
@@ -88,25 +89,40 @@ def case_formula(key: str, end: str) -> Expr:
     return factor if spread == "points" else Ref(target) * factor
 
 
+# The other figures whose range the table gives beside the total's (issue 25): training days and
+# billed card-hours, each by the same lognormal rule; (figure, its columns at low and high, the
+# prefix of its row figures)
+LOG_FIGURES = (("train_days", "days_low", "days_high", "days"), ("card_gpu_hours", "gpuh_low", "gpuh_high", "gpuh"))
+
+
+def _log_parts(low: Expr, high: Expr, base: Expr, z: Expr) -> tuple[Expr, Expr]:
+    """An input's effect on the log of a figure: its mean (halfway between the logs at low and high)
+    and spread (their distance ÷ 2z); a figure of 0 (a free plan) has no logarithm and adds none."""
+    positive = AND(low > 0, high > 0, base > 0)
+    return (IF(positive, (LN(low / base) + LN(high / base)) / 2, 0),
+            IF(positive, ABS(LN(high / base) - LN(low / base)) / 2 / z, 0))
+
+
 def row_figures(cell: Callable[[str], Expr]) -> dict[str, Expr]:
     """An uncertain input's part of the range, over its row of the Sensitivity table: `cell(id)`
-    is the row's figure in column `id` (total_low, total_high, end_low, end_high): the sheet's
-    cell there, or in Python a Ref that range_figures gives the case's value."""
-    low, high, total, z = cell("total_low"), cell("total_high"), Ref("total_cost"), Ref("sensitivity_z")
+    is the row's figure in column `id` (total_low, total_high, end_low, end_high, days_low, ...):
+    the sheet's cell there, or in Python a Ref that range_figures gives the case's value."""
+    z = Ref("sensitivity_z")
+    log_mean, log_spread = _log_parts(cell("total_low"), cell("total_high"), Ref("total_cost"), z)
     end_low, end_high, end = cell("end_low"), cell("end_high"), Ref("project_end")
-    # a total of 0 (a free plan) has no logarithm: it adds no spread
-    positive = AND(low > 0, high > 0, total > 0)
-    return {"log_mean": IF(positive, (LN(low / total) + LN(high / total)) / 2, 0),
-            "log_spread": IF(positive, ABS(LN(high / total) - LN(low / total)) / 2 / z, 0),
-            # each end's days from the base end, added as differences (Group keeps that order)
-            "end_mean": (Group(end_low - end) + Group(end_high - end)) / 2,
-            "end_spread": ABS(end_high - end_low) / 2 / z}
+    out = {"log_mean": log_mean, "log_spread": log_spread,
+           # each end's days from the base end, added as differences (Group keeps that order)
+           "end_mean": (Group(end_low - end) + Group(end_high - end)) / 2,
+           "end_spread": ABS(end_high - end_low) / 2 / z}
+    for figure, low, high, prefix in LOG_FIGURES:
+        out[f"{prefix}_mean"], out[f"{prefix}_spread"] = _log_parts(cell(low), cell(high), Ref(figure), z)
+    return out
 
 
 def range_exprs(column: Callable[[str], Expr]) -> dict[str, Expr]:
-    """P10/P50/P90 of the total and P90 of the project end over every input's row figures:
-    `column(id)` is the figure `id` of row_figures for all inputs (the table's column on the
-    sheet; in Python a Ref to their tuple)."""
+    """P10/P50/P90 of the total, of the training days and of the card-hours, and P90 of the project
+    end over every input's row figures: `column(id)` is the figure `id` of row_figures for all
+    inputs (the table's column on the sheet; in Python a Ref to their tuple)."""
     total, end, z = Ref("total_cost"), Ref("project_end"), Ref("sensitivity_z")
     mean = SUM(column("log_mean"))
     spread = SQRT(SUMPRODUCT(column("log_spread"), column("log_spread")))
@@ -117,13 +133,19 @@ def range_exprs(column: Callable[[str], Expr]) -> dict[str, Expr]:
         the median, else 0)."""
         return IF(spread > 0, NORMSDIST((ratio_log - mean) / spread) * 100, IF(ratio_log >= mean, 100, 0))
 
-    return {"total_cost_p10": total * EXP(mean - z * spread), "total_cost_p50": total * EXP(mean),
-            "total_cost_p90": total * EXP(mean + z * spread),
-            "project_end_p90": end + SUM(column("end_mean")) + z * days,
-            # issue 25: the ask, the approval percentile of the total; where the point estimate and
-            # the total with the flat buffer sit
-            "total_cost_ask": total * EXP(mean + Ref("approval_z") * spread),
-            "point_percentile": percentile(Num(0)), "buffer_percentile": percentile(LN(1 + Ref("buffer_rate")))}
+    out = {"total_cost_p10": total * EXP(mean - z * spread), "total_cost_p50": total * EXP(mean),
+           "total_cost_p90": total * EXP(mean + z * spread),
+           "project_end_p90": end + SUM(column("end_mean")) + z * days,
+           # issue 25: the ask, the approval percentile of the total; where the point estimate and
+           # the total with the flat buffer sit
+           "total_cost_ask": total * EXP(mean + Ref("approval_z") * spread),
+           "point_percentile": percentile(Num(0)), "buffer_percentile": percentile(LN(1 + Ref("buffer_rate")))}
+    for figure, _, _, prefix in LOG_FIGURES:
+        m = SUM(column(f"{prefix}_mean"))
+        sp = SQRT(SUMPRODUCT(column(f"{prefix}_spread"), column(f"{prefix}_spread")))
+        out |= {f"{figure}_p10": Ref(figure) * EXP(m - z * sp), f"{figure}_p50": Ref(figure) * EXP(m),
+                f"{figure}_p90": Ref(figure) * EXP(m + z * sp)}
+    return out
 
 
 _ROW_FIGURES = row_figures(Ref)
@@ -139,16 +161,18 @@ def _evaluate(exprs: Mapping[str, Expr], values: Mapping) -> dict:
 
 
 def range_figures(plan, all_cases: list[Case]) -> dict:
-    """P10/P50/P90 of the total and P90 of the project end, by the expressions the workbook
-    writes (row_figures, range_exprs); "rows" holds each input's row figures, in UNCERTAIN's order."""
+    """P10/P50/P90 of the total, training days and card-hours and P90 of the project end, by the
+    expressions the workbook writes (row_figures, range_exprs); "rows" holds each input's row figures, in UNCERTAIN's order."""
     v = plan.values
     base = {"total_cost": v["total_cost"], "project_end": v["project_end"], "sensitivity_z": Z90,
+            **{figure: v[figure] for figure, *_ in LOG_FIGURES},
             "approval_z": NormalDist().inv_cdf(v["approval_percentile"] / 100), "buffer_rate": v["buffer_rate"]}
     rows = []
     for key in UNCERTAIN:
         low, high = (c for c in all_cases if c.key == key)
         case = {"total_low": low.values["total_cost"], "total_high": high.values["total_cost"],
-                "end_low": low.values["project_end"], "end_high": high.values["project_end"]}
+                "end_low": low.values["project_end"], "end_high": high.values["project_end"],
+                **{c: case.values[figure] for figure, lo, hi, _ in LOG_FIGURES for c, case in ((lo, low), (hi, high))}}
         rows.append(_evaluate(_ROW_FIGURES, {**base, **case}))
     columns = {name: tuple(row[name] for row in rows) for name in _ROW_FIGURES}
     return {**_evaluate(_RANGE, {**base, **columns}), "approval_z": base["approval_z"], "rows": rows}

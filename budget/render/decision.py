@@ -99,7 +99,10 @@ def decision(plan, status: dict, digest: str) -> dict:
         "range": {"p10": words.money(rng["total_cost_p10"], cur), "p50": words.money(rng["total_cost_p50"], cur),
                   "p90": words.money(rng["total_cost_p90"], cur), "point": words.money(v["total_cost"], cur),
                   "ask": words.money(rng["total_cost_ask"], cur), **at,
-                  "end_p90": words.date(rng["project_end_p90"])},
+                  "end_p90": words.date(rng["project_end_p90"]),
+                  # issue 25: the training days' and the billed card-hours' ranges
+                  **{f"days_{q}": f"{rng[f'train_days_{q}']:,.1f}" for q in ("p10", "p50", "p90")},
+                  **{f"gpuh_{q}": f"{rng[f'card_gpu_hours_{q}']:,.0f}" for q in ("p10", "p50", "p90")}},
         "quarters": [{"label": q["label"], "amount": words.money(q["value"], cur)}
                      for q in quarters(plan)],
         "risks": shown, "more_risks": more,

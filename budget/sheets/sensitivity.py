@@ -29,17 +29,24 @@ HEAD = 4                # the table's header row
 FIRST_GRID_COL = 4      # D: the first what-if column of the workings
 # The table's columns: headings workbook.sensitivity.columns.<id>.
 TABLE_COLUMNS = ("input", "moves", "base", "low_value", "high_value", "total_low", "total_high", "swing",
-                 "end_low", "end_high", "sort_key", "log_mean", "log_spread", "end_mean", "end_spread")
+                 "end_low", "end_high", "sort_key", "log_mean", "log_spread", "end_mean", "end_spread",
+                 # issue 25: the training days' and card-hours' ranges beside the total's
+                 "days_low", "days_high", "days_mean", "days_spread", "gpuh_low", "gpuh_high", "gpuh_mean",
+                 "gpuh_spread")
 COL = {name: k for k, name in enumerate(TABLE_COLUMNS, 1)}      # column id -> its column number
 # The number formats of the table's formula columns; None: the input's own (the base's value)
 _FORMATS = {"base": None, "low_value": None, "high_value": None, "total_low": "currency",
             "total_high": "currency", "swing": "currency", "end_low": "date", "end_high": "date",
             "sort_key": "#,##0", "log_mean": "0.0000", "log_spread": "0.0000", "end_mean": "0.0",
-            "end_spread": "0.0"}
+            "end_spread": "0.0", "days_low": "0.0", "days_high": "0.0", "days_mean": "0.0000",
+            "days_spread": "0.0000", "gpuh_low": "#,##0", "gpuh_high": "#,##0", "gpuh_mean": "0.0000",
+            "gpuh_spread": "0.0000"}
 RANGE_ROWS = ("sensitivity_z", "total_cost_p10", "total_cost_p50", "total_cost_p90", "project_end_p90",
               # issue 25: the ask at the approval percentile, and where the point estimate and the
-              # total with the flat buffer sit in the range
-              "approval_z", "total_cost_ask", "point_percentile", "buffer_percentile")
+              # total with the flat buffer sit in the range; the training days' and card-hours' ranges
+              "approval_z", "total_cost_ask", "point_percentile", "buffer_percentile",
+              "train_days_p10", "train_days_p50", "train_days_p90",
+              "card_gpu_hours_p10", "card_gpu_hours_p50", "card_gpu_hours_p90")
 PERCENTILE_FORMAT = '"P"0'      # i18n: not text (a number format: 24.2 shows as P24)
 
 
@@ -63,7 +70,7 @@ def write_sensitivity(w, ws, plan) -> None:
     ws.cell(note, 1).alignment = WRAP_TOP
     ws.merge_cells(start_row=note, start_column=1, end_row=note, end_column=10)
     ws.row_dimensions[note].height = 48
-    w.widths(ws, [27, 18, 12, 12, 12, 13, 13, 13, 11, 11, 12, 12, 12, 12, 12]
+    w.widths(ws, [27, 18, 12, 12, 12, 13, 13, 13, 11, 11, 12, 12, 12, 12, 12, 11, 11, 12, 12, 13, 13, 12, 12]
              + [16] * max(0, len(all_cases) - 12))
     ws.freeze_panes = ws.cell(HEAD + 1, 2)
     w.page_setup(ws)
@@ -91,7 +98,7 @@ def _workings(w, ws, plan, all_cases, grid_top: int) -> dict[str, int]:
 
     model = plan.model
     # A what-if column holds only what its input moves; everything else is the base's own cell.
-    moved = {c.target: frozenset({c.target, "total_cost", "project_end",
+    moved = {c.target: frozenset({c.target, "total_cost", "project_end", "train_days", "card_gpu_hours",
                                   *model.affected_by({c.target})}) for c in all_cases}
     variants = [Variant(w.m(f"workbook.sensitivity.case.{c.end}", input=_label(w, c.key)), c.values,
                         frozenset({c.target}), formulas={c.target: c.formula}, only=moved[c.target])
@@ -152,11 +159,13 @@ def _table_row(r: int, shown: str, lo: int, hi: int, row_of) -> dict[str, Expr]:
     def at(name: str) -> Cell:
         return Cell(r, COL[name])
 
-    total, end = row_of["total_cost"], row_of["project_end"]
+    total, end, days, gpuh = (row_of[n] for n in ("total_cost", "project_end", "train_days", "card_gpu_hours"))
     return {"base": Ref(shown), "low_value": Cell(row_of[shown], lo), "high_value": Cell(row_of[shown], hi),
             "total_low": Cell(total, lo), "total_high": Cell(total, hi),
             "swing": ABS(at("total_high") - at("total_low")),
             "end_low": Cell(end, lo), "end_high": Cell(end, hi),
+            "days_low": Cell(days, lo), "days_high": Cell(days, hi), "gpuh_low": Cell(gpuh, lo),
+            "gpuh_high": Cell(gpuh, hi),
             # LARGE/MATCH sort; the row number / 10^9 breaks ties between equal swings
             "sort_key": at("swing") + ROW() / 1000 / 1000 / 1000,
             **row_figures(at)}
@@ -169,6 +178,8 @@ def _table_values(r: int, shown: str, v, low, high, figures) -> dict[str, float]
     return {"base": v[shown], "low_value": low.values[shown], "high_value": high.values[shown],
             "total_low": lt, "total_high": ht, "swing": swing,
             "end_low": low.values["project_end"], "end_high": high.values["project_end"],
+            "days_low": low.values["train_days"], "days_high": high.values["train_days"],
+            "gpuh_low": low.values["card_gpu_hours"], "gpuh_high": high.values["card_gpu_hours"],
             "sort_key": swing + r / 1000 / 1000 / 1000, **figures}
 
 
@@ -217,11 +228,14 @@ def _range(w, ws, rng, r0: int, first: int, last: int) -> None:
     for k, name in enumerate(RANGE_ROWS, 1):
         r = r0 + k
         fmt = ("0.0000" if name.endswith("_z") else date if name == "project_end_p90"
-               else PERCENTILE_FORMAT if name.endswith("_percentile") else money)
+               else PERCENTILE_FORMAT if name.endswith("_percentile") else "0.0" if name.startswith("train_days")
+               else "#,##0" if name.startswith("card_gpu_hours") else money)
         put_text(ws.cell(r, 1), w.m(f"workbook.sensitivity.range.{name}"))
         w.formula(ws, r, 2, exprs[name], values[name], fmt)
         if name.startswith("total_cost"):
             w.unit_cell(ws, r, 3, "currency")
+        elif name.startswith(("train_days", "card_gpu_hours")):
+            w.unit_cell(ws, r, 3, "days" if name.startswith("train_days") else "GPU-h")
         w.define(name, ws, Cell(r, 2).fixed().excel())
 
 
