@@ -132,7 +132,8 @@ def test_the_chinese_decision_page_says_the_same_in_chinese(options_plan_zh):
     assert " · 推荐：**512 H100, layout left to the search**（所有校验均通过的方案中成本最低者）" in head
     assert "| 方案 | 加速卡 | 训练天数 | 项目结束 | 总计 | 校验 |" in head
     assert "| 2027年10月12日 | 4,979,847 USD | 1 项未通过 |" in head and "| 通过 |" in head
-    assert "（点估计 4,979,847 USD，位于 P47；申请金额 P80：6,465,177 USD）；项目结束日期 P90 2027年12月18日。" in head
+    assert ("（点估计 4,979,847 USD，位于 P47；申请金额 P80：6,465,177 USD）；项目结束日期 P90 2027年12月18日；"
+            "训练天数 P10 103.5，P50 146.3，P90 206.7；计费卡时 P10 1,455,493，P50 2,056,848，P90 2,906,661。") in head
     assert "按季度支出：2027年第1季度 " in head
     assert "- GPU 租赁价格：取低值时 −699,727 USD，取高值时 +1,632,696 USD" in head
     assert "- 校验未通过：" in head and "| 编制人 | 审核人 | 批准人 | 日期 |" in head
