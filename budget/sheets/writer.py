@@ -68,6 +68,7 @@ from ..plan.plan import Plan, scenario_digest  # noqa: F401 (scenario_digest: th
 from ..xlsx.reproducible import FixedZip, normalise_xlsx  # noqa: F401 (normalise_xlsx: the name scripts measured)
 
 CALC_SHEETS = ("Memory", "Parallelism", "Compute", "Schedule", "Timeline", "Cost", "Checks")
+CALC_WIDTHS = (46, 16, 16, 26, 48)      # a calculation sheet's columns: item, value, unit, name, note or fix
 GANTT_COLOURS = ("9DC3E6", "A9D18E", "FFD966", "F4B183", "C9C9C9", "B4A7D6")
 DATE_FORMAT = "yyyy-mm-dd"
 CANDIDATE_KEYS = ("dp_size", "memory_per_gpu_gb", "check_memory_fits", "bubble_fraction",
@@ -402,6 +403,12 @@ _FONT_ID = 0            # and its fontId
 def _alignment_look(align: Alignment) -> tuple[bool, bool]:
     """(turned, wrapped) of an alignment: what wrap_long_text reads of it."""
     return bool(align.text_rotation), bool(align.wrap_text)
+
+
+def text_height(text: str, width: float) -> float:
+    """The height in points of a row whose wrapped `text` fills a column `width` characters wide."""
+    return (line_height(True) * wrapped_lines(text, width / 1.1) if has_wide(text)
+            else 15 * (1 + int(len(text) * 1.1 // width)))
 
 
 def line_height(cjk: bool) -> int:
@@ -1342,7 +1349,7 @@ class _Writer:
                      + [replace(i, section=m("workbook.memo_heading"))
                         for i in sorted((i for i in items if i.name in MEMO_LINES), key=lambda i: MEMO_LINES.index(i.name))])
         row = self.sectioned_rows(ws, 5, items, self.item_row)
-        self.widths(ws, [46, 16, 16, 26, 48])
+        self.widths(ws, list(CALC_WIDTHS))
         if title == "Parallelism":
             self.candidate_rows(ws, row + 1)
         ws.freeze_panes = "B5"
@@ -1370,8 +1377,7 @@ class _Writer:
             ws.merge_cells(start_row=row, start_column=1, end_row=row, end_column=last_col)
             width = sum(column_dimension(ws, _LETTERS[c]).width or 8.43
                         for c in range(1, last_col + 1))
-            ws.row_dimensions[row].height = (line_height(True) * wrapped_lines(text, width / 1.1) if has_wide(text)
-                                             else 15 * (1 + int(len(text) * 1.1 // width)))
+            ws.row_dimensions[row].height = text_height(text, width)
         return row
 
     def generated_lines(self) -> list[str]:
@@ -1513,7 +1519,14 @@ class _Writer:
         set_font(ws.cell(row, 4), NAME_FONT)
         pieces = self.plan.fix_pieces(item.name) if item.is_flag else None
         if pieces is not None:      # written for this plan (issue 25): its currency live
-            self.live(ws, row, 5, text_with_currency(pieces))
+            fix_expr = text_with_currency(pieces)
+            fix_value = self.value_of(fix_expr)
+            fix = self.formula(ws, row, 5, fix_expr, fix_value, None)
+            # a formula's text is not wrapped by wrap_long_text (it knows only typed text): wrapped
+            # here, the row as tall as the text the plan gives, so the page prints at its scale
+            fix.alignment = WRAP_TOP
+            ws.row_dimensions[row].height = max(ws.row_dimensions[row].height or 15,
+                                                text_height(str(fix_value), CALC_WIDTHS[4]))
         elif item.fix or item.note:
             put_text(ws.cell(row, 5), item.fix or item.note)
         self.define(item.name, ws, f"$B${row}")
