@@ -16,6 +16,16 @@ from budget.inputs.options import parse_scenario
 
 ROOT = Path(__file__).resolve().parent.parent
 SCENARIOS = ROOT / "scenarios"
+
+# Randomised and sampled tests at full size (mutants, property examples, Monte Carlo draws, the
+# import fuzzer's 2,000 cases) when TRAINBUDGET_FUZZ=full, as CI's .ci/run sets; a seeded smaller
+# share of the same tests otherwise, so that the fast tier (README, "Two commands") stays fast.
+FULL_SIZE = os.environ.get("TRAINBUDGET_FUZZ") == "full"
+
+
+def sized(full: int, fast: int) -> int:
+    """A randomised test's size: `full` under TRAINBUDGET_FUZZ=full, else `fast`."""
+    return full if FULL_SIZE else fast
 SEED_H100 = SCENARIOS / "gpt3-175b-h100.yaml"
 SEED_A100 = SCENARIOS / "gpt3-175b-a100.yaml"
 

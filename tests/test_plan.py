@@ -14,7 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from budget.core.i18n import fmt, text
-from support import SEED_H100, plan_of, raw, seed_plan, with_changes
+from support import SEED_H100, plan_of, raw, seed_plan, sized, with_changes
 
 
 # --- seed 002: 175B parameters, 3T tokens, H100 at 990 peak / 450 effective TFLOPS ----------
@@ -188,7 +188,7 @@ def layouts(draw):
             "prices.per_gpu_hour": draw(st.floats(0.01, 20))}
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=sized(150, 25), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(changes=layouts())
 def test_invariants(catalog, changes):
     p = seed_plan(catalog, **changes)
@@ -203,7 +203,7 @@ def test_invariants(catalog, changes):
     assert v["master_check"] == len(p.failing_checks)
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=sized(60, 8), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(changes=layouts())
 def test_more_zero_never_needs_more_memory(catalog, changes):
     plans = [seed_plan(catalog, **{**changes, "parallelism.zero_stage": z}) for z in range(4)]

@@ -48,24 +48,24 @@ def test_nvidia_tables_are_one_source_group(rows):
     assert groups["llmfoundry_mpt_benchmarks"] != groups["nvidia_dgxc_benchmarking"]
 
 
-def test_the_catalog_file_is_the_computed_one(rows):
+def test_the_catalog_file_is_the_computed_one(rows, fits):
     """catalogs/model_error.yaml is `python -m budget.plan.uncertainty --write`'s output (its date aside)."""
     stored = yaml.safe_load((data_dir("catalogs") / U.FILE).read_text(encoding="utf-8"))
-    computed = U.document(rows, __import__("datetime").date.fromisoformat(stored["as_of"]))
+    computed = U.document(rows, __import__("datetime").date.fromisoformat(stored["as_of"]), fits)
     assert stored == computed
 
 
-def test_spread_applied_to_a_group_is_learnt_without_it(rows, scored):
+def test_spread_applied_to_a_group_is_learnt_without_it(rows, fits, scored):
     """Nested: changing every measurement of one group moves its rows' errors, never the spread
     applied to them (and the spread is the other groups' held-out errors with the group left out
     of every fit)."""
     group = next(r.group for r in rows if r.source_id == "llmfoundry_mpt_benchmarks")
     mine = [s for s in scored if s.group == group]
-    inner = [(r, e) for done in U.held_out(rows, without=frozenset({group})).values() for r, e, _ in done]
+    inner = [(r, e) for done in U.held_out(rows, fits, without=frozenset({group})).values() for r, e, _ in done]
     low, median, high = U.quantiles(inner, (0.1, 0.5, 0.9))
     assert mine and {(s.low, s.median, s.high) for s in mine} == {(low, median, high)}
     slower = [dataclasses.replace(r, tokens_per_gpu_s=r.tokens_per_gpu_s / 2) if r.group == group else r for r in rows]
-    again = [s for s in U.nested(slower) if s.group == group]
+    again = U.nested_group(slower, group)
     assert [(s.low, s.median, s.high) for s in again] == [(s.low, s.median, s.high) for s in mine]
     assert all(b.error > a.error for a, b in zip(mine, again))
 

@@ -89,14 +89,22 @@ def held_out(rows: Sequence[C.Row], fits: _Fits | None = None, without: frozense
     rows = [r for r in rows if r.group not in without]
     out = {}
     for group in sorted({r.group for r in rows}):
-        train = _scorable(r for r in rows if r.group != group)
-        test = _scorable(r for r in rows if r.group == group)
-        m = fits.without(without | {group})
-        if not test or not {r.architecture for r in test} <= set(m.architectures):
-            continue
-        mfu = statistics.median(C.implied_mfu(r) for r in train)
-        out[group] = [(r, error(m, r), rule_error(mfu, r)) for r in test]
+        scored = _held_out_group(rows, group, fits, without)
+        if scored:
+            out[group] = scored
     return out
+
+
+def _held_out_group(rows: Sequence[C.Row], group: str, fits: _Fits, without: frozenset = frozenset()
+                    ) -> list[tuple[C.Row, float, float]]:
+    """held_out's scores of one group (rows: those not `without`); none where its architecture is unfitted."""
+    train = _scorable(r for r in rows if r.group != group)
+    test = _scorable(r for r in rows if r.group == group)
+    m = fits.without(without | {group})
+    if not test or not {r.architecture for r in test} <= set(m.architectures):
+        return []
+    mfu = statistics.median(C.implied_mfu(r) for r in train)
+    return [(r, error(m, r), rule_error(mfu, r)) for r in test]
 
 
 def held_out_by_stack(rows: Sequence[C.Row], fits: _Fits | None = None) -> dict[str, list[tuple[C.Row, float]]]:
@@ -172,13 +180,19 @@ def nested(rows: Sequence[C.Row], fits: _Fits | None = None) -> list[Scored]:
     """Each group held out (held_out's errors of a fit without it), with the spread of the errors
     the other groups make when each is held out of a fit that also lacks G."""
     fits = fits or _Fits(rows)
-    out = []
-    for group, done in held_out(rows, fits).items():
-        inner = [(r, e) for scored in held_out(rows, fits, frozenset({group})).values() for r, e, _ in scored]
-        low, median, high = quantiles(inner, (TAILS[0], 0.5, TAILS[1]))
-        out += [Scored(r.id, group, e, low, median, high, rule, rule_error(CONSTANT_MFU, r))
-                for r, e, rule in done]
-    return out
+    return [s for group in held_out(rows, fits) for s in nested_group(rows, group, fits)]
+
+
+def nested_group(rows: Sequence[C.Row], group: str, fits: _Fits | None = None) -> list[Scored]:
+    """One group's rows in the nested test: every fit behind them lacks the group."""
+    fits = fits or _Fits(rows)
+    done = _held_out_group(rows, group, fits)
+    if not done:
+        return []
+    inner = [(r, e) for scored in held_out(rows, fits, frozenset({group})).values() for r, e, _ in scored]
+    low, median, high = quantiles(inner, (TAILS[0], 0.5, TAILS[1]))
+    return [Scored(r.id, group, e, low, median, high, rule, rule_error(CONSTANT_MFU, r))
+            for r, e, rule in done]
 
 
 @dataclass(frozen=True)
@@ -243,9 +257,9 @@ SOURCE = ("held-out errors of the step-time model of budget/plan/calibrate.py on
           "one source group left out at a time (budget/plan/uncertainty.py)")  # i18n: not text
 
 
-def document(rows: Sequence[C.Row], as_of: dt.date) -> dict:
+def document(rows: Sequence[C.Row], as_of: dt.date, fits: _Fits | None = None) -> dict:
     """catalogs/model_error.yaml's content (budget.inputs.catalog.ModelError reads it)."""
-    fits = _Fits(rows)
+    fits = fits or _Fits(rows)
     fitted, rule = spreads(rows, fits)
     cal = calibration(rows, fits)
 
