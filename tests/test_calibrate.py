@@ -38,6 +38,7 @@ def runs(catalog):
     return C.full_runs(catalog)
 
 
+@pytest.mark.slow
 def test_most_published_rows_can_be_planned(rows):
     used, left = rows
     assert len(used) >= 170

@@ -3,9 +3,12 @@ a package, part by part, equals the committed digests (tests/golden_outputs.py).
 
 from __future__ import annotations
 
+import pytest
+
 import golden_outputs as golden
 
 
+@pytest.mark.slow
 def test_every_output_part_is_as_recorded():
     reports = golden.check()
     assert not reports, "\n".join(reports)

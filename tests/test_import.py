@@ -209,6 +209,7 @@ def test_warns_when_the_search_inputs_changed(tmp_path, catalog):
     ({"recompute": "sometimes"}, "is 'sometimes', not one of none, selective, full"),
     ({"price_per_gpu_hour": "=1+1"}, "holds a formula where an input value belongs"),
 ])
+@pytest.mark.slow
 def test_bad_cells_are_one_clear_error_and_exit_2(tmp_path, capsys, seed_h100, edit, message):
     book = write_workbook(seed_h100)
     path = tmp_path / "bad.xlsx"
@@ -277,6 +278,7 @@ def _book(tmp_path, catalog, stem, lang, edits=None, new_row=None):
     return path, book
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("stem", (*BUNDLED, "gpt3-175b-h800-cny"))
 def test_a_chinese_workbook_imports_to_the_english_ones_scenario(tmp_path, catalog, stem):
     """Generated with --lang zh, as generated and as a reviewer edited it: the same scenario as
@@ -306,6 +308,7 @@ def test_a_chinese_workbook_imports_to_the_english_ones_scenario(tmp_path, catal
     assert dict(plan_of(zh.data, catalog, stem).values) == dict(plan_of(en.data, catalog, stem).values)
 
 
+@pytest.mark.slow
 def test_a_chinese_workbooks_errors_and_warnings_are_chinese(tmp_path, capsys, catalog):
     _zh_books_or_skip()
     path, book = _book(tmp_path, catalog, "gpt3-175b-h100", "zh", {"gpu_count": "lots"})

@@ -111,6 +111,7 @@ def check(results: list[dict]) -> Counter:
     return stats
 
 
+@pytest.mark.slow
 def test_import_fuzzer_seeded_subset(books, tmp_path):
     stats = check(run_fuzzer(books, list(range(FAST_CASES)), tmp_path))
     print(f"import fuzzer: {dict(stats)}")
@@ -126,6 +127,7 @@ def test_import_fuzzer_full(books, tmp_path):
     assert stats["accepted"] >= 50, stats
 
 
+@pytest.mark.slow
 def test_the_worker_reports_its_own_peak_memory_not_the_parents(books, tmp_path):
     """Linux carries a parent's high-water mark into ru_maxrss across fork and exec: a pytest process
     grown over a whole suite made every worker report 611 MB (CI failed on it). A parent holding 400 MB

@@ -115,6 +115,7 @@ def test_the_names_scripts_use_still_import():
     assert callable(parse_scenario) and callable(budget.cli.main) and callable(budget.calibrate.main)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("command", [["-m", "budget.cli", "--version"], ["generate.py", "--version"],
                                      ["-m", "budget.calibrate", "--help"]])
 def test_the_commands_scripts_use_still_run(command):

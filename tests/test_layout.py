@@ -808,6 +808,7 @@ def checked_evaluations(monkeypatch):
     _seed(**{"hardware.gpu_count": 8}),                                     # no layout fits: ways out
     _deepseek(**{"parallelism": {"pipeline_schedule": "dualpipe"}, "hardware.gpu_count": 2048}),
 ], ids=["free", "interleaving", "memory-first", "deadline", "ways-out", "moe-dualpipe"])
+@pytest.mark.slow
 def test_the_specialised_search_gives_the_plain_numbers(catalog, checked_evaluations, data):
     try:
         plan = plan_of(data, catalog)

@@ -279,6 +279,7 @@ def test_interrupted_run_without_its_staged_files_records_what_is_on_disk(built,
                                  "pass --force to overwrite it\n")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
 def test_signal_while_staging_leaves_no_staging_and_the_old_set(built, scenario_b, processes,
                                                                 signum):

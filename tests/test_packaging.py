@@ -6,9 +6,12 @@ import subprocess
 import sys
 import zipfile
 
+import pytest
+
 from support import ROOT
 
 
+@pytest.mark.slow
 def test_wheel_contains_data_folders(tmp_path):
     subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(tmp_path),
                     str(ROOT)], check=True, capture_output=True)

@@ -188,6 +188,7 @@ def layouts(draw):
             "prices.per_gpu_hour": draw(st.floats(0.01, 20))}
 
 
+@pytest.mark.slow
 @settings(max_examples=sized(150, 25), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(changes=layouts())
 def test_invariants(catalog, changes):
@@ -203,6 +204,7 @@ def test_invariants(catalog, changes):
     assert v["master_check"] == len(p.failing_checks)
 
 
+@pytest.mark.slow
 @settings(max_examples=sized(60, 8), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(changes=layouts())
 def test_more_zero_never_needs_more_memory(catalog, changes):

@@ -100,6 +100,7 @@ def test_the_timeline_runs_several_pages_wide_with_its_phase_columns_repeated(bo
     assert ws.max_column > 100            # 2x the project, at least 104 weeks
 
 
+@pytest.mark.slow
 def test_long_text_wraps_inside_the_printed_columns(books):
     """No text runs past the sheet's last column (it would widen the print range): a text cell
     that is longer than the room to its right wraps."""

@@ -470,6 +470,7 @@ MUTANT_SETTINGS = settings(derandomize=True, database=None, deadline=None, print
                            max_examples=MUTANTS_PER_SCENARIO, suppress_health_check=list(HealthCheck))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("base", sorted(BASES))
 def test_mutants_build_or_are_rejected_with_a_message(catalog, base):
     @MUTANT_SETTINGS

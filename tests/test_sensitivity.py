@@ -49,6 +49,7 @@ def test_price_and_model_error_move_the_total_as_expected(plans):
     assert plan.inputs["unc_model_error_low"].source.startswith("catalogs/model_error.yaml: the utilisation is typed")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("stem", BUNDLED)
 def test_range_is_ordered_and_agrees_with_a_monte_carlo(plans, stem):
     """P10 ≤ P50 ≤ P90; a seeded Monte Carlo of the Python model (each input lognormal with

@@ -48,6 +48,7 @@ def test_nvidia_tables_are_one_source_group(rows):
     assert groups["llmfoundry_mpt_benchmarks"] != groups["nvidia_dgxc_benchmarking"]
 
 
+@pytest.mark.slow
 def test_the_catalog_file_is_the_computed_one(rows, fits):
     """catalogs/model_error.yaml is `python -m budget.plan.uncertainty --write`'s output (its date aside)."""
     stored = yaml.safe_load((data_dir("catalogs") / U.FILE).read_text(encoding="utf-8"))
@@ -99,14 +100,17 @@ def test_a_stack_with_few_held_out_rows_uses_the_pooled_spread(rows, fits, catal
     assert typed.values["unc_model_error_low"] == 0.5
 
 
+@pytest.mark.slow
 def test_lower_tail_misses_ten_percent_of_held_out_rows(figures):
     assert U.TAIL_MISS[0] <= figures.lower_miss <= U.TAIL_MISS[1]
 
 
+@pytest.mark.slow
 def test_upper_tail_misses_ten_percent_of_held_out_rows(figures):
     assert U.TAIL_MISS[0] <= figures.upper_miss <= U.TAIL_MISS[1]
 
 
+@pytest.mark.slow
 @pytest.mark.xfail(strict=True, reason="EXPECTATION (issue 25 item 4), not met by the current step-time model: "
                    "held out by source group, each weighing the same, the fitted model's errors spread "
                    "wider (P90/P10 2.27x) than a constant MFU's (1.94x), though both its tails hold (9.3%, 11.1%) "
@@ -115,6 +119,7 @@ def test_range_is_narrower_than_the_constant_mfu_rules_interval(figures):
     assert figures.median_ratio < figures.rule_interval
 
 
+@pytest.mark.slow
 def test_p50_beats_the_constant_mfu_rule_held_out(figures):
     """Done when: the P50 beats 6·N·D ÷ (peak × the training folds' median MFU) in median error and
     in the share within ±20% (and a constant 0.30 MFU, reported beside)."""
@@ -132,6 +137,7 @@ def _words(pattern: str) -> str:
     return pattern.replace(" ", r"\s+")
 
 
+@pytest.mark.slow
 def test_readme_states_the_computed_figures(figures):
     f = figures
     stated = re.search(_words(r"P10 misses ([\d.]+)% and the P90 ([\d.]+)% of (\d+) held-out rows of (\d+) source "
