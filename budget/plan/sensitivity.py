@@ -152,15 +152,49 @@ _ROW_FIGURES = row_figures(Ref)
 _RANGE = range_exprs(Ref)
 
 
+class _Compiled:
+    """Expressions compiled once by the planner's compiler: the names they read, and the function."""
+
+    def __init__(self, exprs: Mapping[str, Expr]):
+        self.exprs = dict(exprs)
+        self.names = set().union(*(e.refs() for e in self.exprs.values()))
+        self.run = compile_items(self.exprs.items())
+
+    def __call__(self, values: Mapping) -> dict:
+        """The expressions' values over `values` (the names they read copied, so `values` is left as it is)."""
+        done = self.run({n: values[n] for n in self.names}, {})
+        return {name: done[name] for name in self.exprs}
+
+
 def _evaluate(exprs: Mapping[str, Expr], values: Mapping) -> dict:
-    """The expressions' values over `values`, by the planner's compiled formulas (the names
-    they read copied, so `values` is left as it is)."""
-    names = set().union(*(e.refs() for e in exprs.values()))
-    done = compile_items(exprs.items())({n: values[n] for n in names}, {})
-    return {name: done[name] for name in exprs}
+    """The expressions' values over `values`, by the planner's compiled formulas."""
+    return _Compiled(exprs)(values)
+
+
+# the range's expressions, compiled at first use (a plan evaluates its row figures once per input)
+_COMPILED: dict[str, _Compiled] = {}
+
+
+def _compiled(name: str) -> _Compiled:
+    if name not in _COMPILED:
+        _COMPILED[name] = _Compiled(_ROW_FIGURES if name == "rows" else _RANGE)
+    return _COMPILED[name]
 
 
 def range_figures(plan, all_cases: list[Case]) -> dict:
+    """range_figures' figures for the plan, computed once per plan (the Sensitivity sheet, the
+    Summary's ask rows, the Compare sheet and the decision page all ask for them)."""
+    if _LAST_RANGE and _LAST_RANGE[0] is plan and _LAST_RANGE[1] is all_cases:
+        return _LAST_RANGE[2]
+    out = _range_figures(plan, all_cases)
+    _LAST_RANGE[:] = [plan, all_cases, out]
+    return out
+
+
+_LAST_RANGE: list = []      # [plan, its cases, its range]: the last plan's
+
+
+def _range_figures(plan, all_cases: list[Case]) -> dict:
     """P10/P50/P90 of the total, training days and card-hours and P90 of the project end, by the
     expressions the workbook writes (row_figures, range_exprs); "rows" holds each input's row figures, in UNCERTAIN's order."""
     v = plan.values
@@ -173,6 +207,6 @@ def range_figures(plan, all_cases: list[Case]) -> dict:
         case = {"total_low": low.values["total_cost"], "total_high": high.values["total_cost"],
                 "end_low": low.values["project_end"], "end_high": high.values["project_end"],
                 **{c: case.values[figure] for figure, lo, hi, _ in LOG_FIGURES for c, case in ((lo, low), (hi, high))}}
-        rows.append(_evaluate(_ROW_FIGURES, {**base, **case}))
+        rows.append(_compiled("rows")({**base, **case}))
     columns = {name: tuple(row[name] for row in rows) for name in _ROW_FIGURES}
-    return {**_evaluate(_RANGE, {**base, **columns}), "approval_z": base["approval_z"], "rows": rows}
+    return {**_compiled("range")({**base, **columns}), "approval_z": base["approval_z"], "rows": rows}
