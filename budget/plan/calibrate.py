@@ -288,7 +288,7 @@ def weighted_median(values: Sequence[float], weights: Sequence[float]) -> float:
     return pairs[-1][0]
 
 
-def _group_weights(rows: Sequence[Row]) -> list[float]:
+def group_weights(rows: Sequence[Row]) -> list[float]:
     """Each source group weighs the same, whatever its number of rows."""
     n: dict[str, int] = {}
     for r in rows:
@@ -405,7 +405,7 @@ def _ratios(rows: Sequence[Row], coef: Sequence[float], rho: float) -> tuple[lis
     """Each row's measured compute seconds (the step less the model's communication) over the model's
     compute seconds at factor 1, and its weight (each source group weighing the same)."""
     values, weights = [], []
-    for r, w in zip(rows, _group_weights(rows)):
+    for r, w in zip(rows, group_weights(rows)):
         compute, _, other = _split(coef, r, rho)
         if compute > 0:
             values.append((r.measured_step_s - other) / compute)
@@ -473,7 +473,7 @@ class Validation:
 
 
 def _scores(errors: Sequence[float], rows: Sequence[Row]) -> Scores:
-    return Scores(tuple(errors), tuple(_group_weights(rows)))
+    return Scores(tuple(errors), tuple(group_weights(rows)))
 
 
 def cross_validate(rows: Sequence[Row]) -> Validation:
@@ -668,7 +668,7 @@ def validation_document(v: Validation) -> dict:
     for stack in sorted({r.stack for r in v.rows}):
         idx = [i for i, r in enumerate(v.rows) if r.stack == stack]
         rows = [v.rows[i] for i in idx]
-        quantiles[stack] = _quantiles([v.unknown.errors[i] for i in idx], _group_weights(rows)) | {
+        quantiles[stack] = _quantiles([v.unknown.errors[i] for i in idx], group_weights(rows)) | {
             "groups": len({r.group for r in rows})}
     return {"held_out": v.held_out, "sources": len(v.groups), "within": round(v.unknown.within, 6),
             "median_abs_error": round(v.unknown.median_abs, 6), "error_definition": ERROR_DEFINITION,
@@ -746,12 +746,18 @@ def fit_document(rows: Sequence[Row], as_of: dt.date, runs: Sequence[FullRun] = 
 
 
 def write_fit(path: Path, doc: Mapping) -> None:
-    header = "".join(f"# {line}\n" for line in (  # i18n: not text
+    write_catalog(path, doc, (  # i18n: not text
         "Written by `python -m budget.calibrate --write` (do not edit by hand: tests/test_calibrate.py",  # i18n: not text
         "refits the rows and compares). The step-time model of budget/calibrate.py, its coefficients",  # i18n: not text
         "fitted on catalogs/throughput_runs.yaml, each stack's factor, the FP8 GEMM share, the full-run",  # i18n: not text
-        "allowance fitted on catalogs/full_runs.yaml, and the errors of rows held out by source group."))  # i18n: not text
-    path.write_text(header + yaml.safe_dump(dict(doc), sort_keys=False, allow_unicode=True, width=120), encoding="utf-8")
+        "allowance fitted on catalogs/full_runs.yaml, and the errors of rows held out by source group."), width=120)  # i18n: not text
+
+
+def write_catalog(path: Path, doc: Mapping, header: Sequence[str], width: int = 80) -> None:
+    """A catalog file a fit writes: its header lines as comments, then the document as YAML."""
+    comments = "".join(f"# {line}\n" for line in header)
+    path.write_text(comments + yaml.safe_dump(dict(doc), sort_keys=False, allow_unicode=True, width=width),
+                    encoding="utf-8")
 
 
 def main(argv: Sequence[str] | None = None) -> int:      # pragma: no cover - a report for people

@@ -129,7 +129,7 @@ def held_out_by_stack(rows: Sequence[C.Row], fits: _Fits | None = None) -> dict[
 def quantiles(errors: Sequence[tuple[C.Row, float]], qs: Sequence[float]) -> list[float]:
     """Quantiles of (row, error) pairs, each source group weighing the same whatever its number of
     rows: NVIDIA's 61 near-identical tuned rows would otherwise be most of every tail."""
-    return C.weighted_quantiles([e for _, e in errors], qs, C._group_weights([r for r, _ in errors]))
+    return C.weighted_quantiles([e for _, e in errors], qs, C.group_weights([r for r, _ in errors]))
 
 
 @dataclass(frozen=True)
@@ -296,12 +296,11 @@ def document(rows: Sequence[C.Row], as_of: dt.date, fits: _Fits | None = None) -
 
 
 def write(path: Path, doc: Mapping) -> None:
-    header = "".join(f"# {line}\n" for line in (  # i18n: not text
+    C.write_catalog(path, doc, (  # i18n: not text
         "Written by `python -m budget.plan.uncertainty --write` (do not edit by hand: tests/test_uncertainty.py",  # i18n: not text
         "recomputes it and compares). How wrong the step-time model has been on source groups it was not",  # i18n: not text
         "fitted on: the spread of the range (fitted; constant_mfu for a typed utilisation), and the nested",  # i18n: not text
         "calibration test of that spread (issue 25)."))  # i18n: not text
-    path.write_text(header + yaml.safe_dump(dict(doc), sort_keys=False, allow_unicode=True), encoding="utf-8")
 
 
 def main(argv: Sequence[str] | None = None) -> int:      # pragma: no cover - a report for people
