@@ -247,7 +247,7 @@ def test_no_formula_is_written_as_text(catalog, seed_h100, monkeypatch):
     from budget.sheets import writer
 
     texts = []
-    formula = writer._Writer.formula
+    formula = writer.Writer.formula
 
     def recording(self, ws, row, col, expr, *args, **kwargs):
         caller = sys._getframe(1).f_code.co_filename
@@ -255,6 +255,6 @@ def test_no_formula_is_written_as_text(catalog, seed_h100, monkeypatch):
             texts.append((ws.title, row, col, expr))
         return formula(self, ws, row, col, expr, *args, **kwargs)
 
-    monkeypatch.setattr(writer._Writer, "formula", recording)
+    monkeypatch.setattr(writer.Writer, "formula", recording)
     write_workbook(dataclasses.replace(seed_h100, options=_option_plans(catalog)))
     assert not texts

@@ -130,10 +130,12 @@ def test_the_writer_refuses_formula_text():
     from budget.formula.expr import Ref
     from budget.plan import build_plan
     from budget.scenario import load_scenario
-    from budget.sheets.writer import _Writer
+    from budget.sheets.book import sheet_titles
+    from budget.sheets.writer import Writer
 
     catalog = load_catalog()
-    w = _Writer(build_plan(load_scenario(ROOT / "scenarios" / "gpt3-175b-a100.yaml", catalog), catalog))
+    plan = build_plan(load_scenario(ROOT / "scenarios" / "gpt3-175b-a100.yaml", catalog), catalog)
+    w = Writer(plan, sheet_titles(plan))
     ws = w.wb["Summary"]
     with pytest.raises(TypeError, match="an expression, not str"):
         w.formula(ws, 40, 2, "SUM(A1:A3)", 0.0, None)

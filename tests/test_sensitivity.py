@@ -140,7 +140,7 @@ def test_no_formula_is_written_as_text(plans, monkeypatch):
     from budget.sheets import writer
 
     texts = []
-    formula = writer._Writer.formula
+    formula = writer.Writer.formula
 
     def recording(self, ws, row, col, expr, *args, **kwargs):
         caller = sys._getframe(1).f_code.co_filename
@@ -148,7 +148,7 @@ def test_no_formula_is_written_as_text(plans, monkeypatch):
             texts.append((ws.title, row, col, expr))
         return formula(self, ws, row, col, expr, *args, **kwargs)
 
-    monkeypatch.setattr(writer._Writer, "formula", recording)
+    monkeypatch.setattr(writer.Writer, "formula", recording)
     write_workbook(plans["gpt3-175b-h100"])
     assert not texts
 

@@ -391,7 +391,7 @@ def test_the_chinese_inputs_show_chinese_units_messages_and_labels(zh_book):
 
 
 def test_the_chinese_glossary_and_change_log(zh_book):
-    from budget.sheets.writer import GLOSSARY
+    from budget.sheets.notes import GLOSSARY
     _, _, wb = zh_book
     ws = wb["Glossary"]
     assert ws["A1"].value == _zh("workbook.sheets.glossary")
@@ -458,7 +458,8 @@ def test_a_sheet_merges_a_row_as_openpyxl_does(start_style, width):
     from openpyxl.styles import Border, Side
     from openpyxl.worksheet.worksheet import Worksheet
 
-    from budget.sheets.writer import _Sheet, _styles
+    from budget.sheets.writer import add_named_styles as _styles
+    from budget.xlsx.cells import FastSheet as _Sheet
 
     def merged(kind):
         wb = openpyxl.Workbook()

@@ -166,7 +166,7 @@ class _Sheet:
 
 
 def write_cashflow(w, ws, plan) -> None:
-    """The Cashflow sheet of `w` (a budget.sheets.writer._Writer) for `plan`."""
+    """The Cashflow sheet of `w` (a budget.sheets.writer.Writer) for `plan`."""
     s = _Sheet(w, ws, plan)
     w.title(ws, w.sheet_name("Cashflow"), w.m("workbook.cashflow.subtitle"))
     _month_heads(s)

@@ -70,7 +70,7 @@ def write_reference_inputs(w, ws, row: int) -> int:
 
 
 def write_reference(w, ws, plan) -> None:
-    """The Reference runs sheet of `w` (a budget.sheets.writer._Writer) for `plan`."""
+    """The Reference runs sheet of `w` (a budget.sheets.writer.Writer) for `plan`."""
     m, model = w.m, w.model
     w.title(ws, w.sheet_name(REFERENCE_SHEET), m("workbook.reference.subtitle"))
     n = len(plan.values[REFERENCE_ROWS])

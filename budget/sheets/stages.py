@@ -39,7 +39,7 @@ def _sections(model) -> list[tuple[str, list]]:
 
 
 def write_stages(w, ws, plan) -> None:
-    """The Stages sheet of `w` (a budget.sheets.writer._Writer) for `plan`."""
+    """The Stages sheet of `w` (a budget.sheets.writer.Writer) for `plan`."""
     w.title(ws, w.sheet_name("Stages"), w.m("workbook.stages.subtitle"))
     n = stage_rows(plan)                     # the stages table's rows, spare ones included
     _head(w, ws, plan, n)
