@@ -109,13 +109,13 @@ def _same(x, y):
 @pytest.mark.parametrize("name", sorted(_REFERENCE))
 @given(a=_values, b=_values)
 def test_comparisons_fast_paths_match_the_general_rule(name, a, b):
-    import budget.formula.expr as f
+    import budget.formula.runtime as f
     assert _same(_outcome(getattr(f, name), a, b), _outcome(_REFERENCE[name], a, b))
 
 
 @given(a=_values, b=_values)
 def test_near_equal_floats_compare_equal_both_ways(a, b):
-    from budget.formula.expr import _approx_equal
+    from budget.formula.runtime import _approx_equal
     assert _approx_equal(a, b) == _reference_approx_equal(a, b)
 
 
@@ -124,14 +124,14 @@ def test_near_equal_floats_compare_equal_both_ways(a, b):
     (float("nan"), float("nan"), False), (float("inf"), float("inf"), True), (None, 0.0, True),
     (None, "", True), ("Full", "full", True), (True, "TRUE", True), (1.0, "1.0", True), (None, None, True)])
 def test_tricky_equalities(a, b, equal):
-    from budget.formula.expr import _approx_equal, _eq
+    from budget.formula.runtime import _approx_equal, _eq
     assert _approx_equal(a, b) is equal and _eq(a, b) is equal
 
 
 @given(xs=st.lists(st.one_of(st.floats(allow_nan=True), st.integers(-3, 3), st.none(), st.just("")),
                    min_size=0, max_size=3).map(tuple))
 def test_max_min_isnumber_and_cat_match_the_general_rule(xs):
-    import budget.formula.expr as f
+    import budget.formula.runtime as f
     for fn, builtin in ((f._max, max), (f._min, min)):
         def reference(*ys, builtin=builtin):
             return builtin(f._flat(ys), default=0.0)
@@ -270,7 +270,7 @@ def test_specialised_rows_lookups_and_texts():
 
 def test_large_sources_compile_once_and_unreadable_copies_compile_afresh(monkeypatch):
     from budget.core import cache
-    from budget.formula.expr import _KEEP_COMPILED_FROM, _code
+    from budget.formula.compiler import _KEEP_COMPILED_FROM, _code
     source = "def f(x):\n" + "".join(f"    x = x * 1.0001 + {i}.5\n" for i in range(_KEEP_COMPILED_FROM // 20)) + "    return x\n"
     assert len(source) >= _KEEP_COMPILED_FROM
     fresh = compile(source, "<test>", "exec")
