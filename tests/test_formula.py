@@ -268,27 +268,6 @@ def test_specialised_rows_lookups_and_texts():
     assert run is not None and all(w[0] == "value" for w in want) and got == want
 
 
-def test_large_sources_compile_once_and_unreadable_copies_compile_afresh(monkeypatch):
-    from budget.core import cache
-    from budget.formula.compiler import _KEEP_COMPILED_FROM, _code
-    source = "def f(x):\n" + "".join(f"    x = x * 1.0001 + {i}.5\n" for i in range(_KEEP_COMPILED_FROM // 20)) + "    return x\n"
-    assert len(source) >= _KEEP_COMPILED_FROM
-    fresh = compile(source, "<test>", "exec")
-
-    def result(code):
-        namespace = {}
-        exec(code, namespace)
-        return namespace["f"](2.0)
-
-    kept = _code(source, "<test>")
-    again = _code(source, "<test>")      # read back where the temporary folder can be used
-    assert kept.co_consts == fresh.co_consts and again.co_code == fresh.co_code
-    assert result(kept) == result(again) == result(fresh)
-    for garbage in ("", "not marshal", "\x00" * 10, "\xe9" * 3):
-        monkeypatch.setattr(cache, "cached", lambda raw, kind, parse, garbage=garbage: garbage)
-        assert result(_code(source, "<test>")) == result(fresh)
-
-
 def test_chains_and_arrays_over_a_tables_rows():
     """A Chain's rows follow one another (its first row, then a step over the row before's value,
     each row its own formula); Each is an array over another table's rows inside SUMPRODUCT, a

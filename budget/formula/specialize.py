@@ -6,7 +6,6 @@ from __future__ import annotations
 import re
 from typing import Callable, Iterable, Mapping
 
-from .compiler import _code
 from .rows import At, PerRow, UpTo
 from .runtime import _RUNTIME
 from .tree import _COMPARE_FN, Bin, Blanks, Call, Expr, Lookup, Num, Ref, Text
@@ -376,7 +375,7 @@ def _compile_cached(source: str, name: str) -> Callable:
     compiled = _SPECIALIZED.get(source)
     if compiled is None:
         namespace = dict(_RUNTIME, _FAILED=_FAILED)
-        exec(_code(source, "<trainbudget specialised>"), namespace)  # i18n: not text
+        exec(compile(source, "<trainbudget specialised>", "exec"), namespace)  # i18n: not text
         if len(_SPECIALIZED) >= 1024:
             _SPECIALIZED.clear()
         compiled = _SPECIALIZED[source] = namespace[name]
