@@ -109,13 +109,13 @@ def _same(x, y):
 @pytest.mark.parametrize("name", sorted(_REFERENCE))
 @given(a=_values, b=_values)
 def test_comparisons_fast_paths_match_the_general_rule(name, a, b):
-    import budget.formula.expr as f
+    import budget.formula.runtime as f
     assert _same(_outcome(getattr(f, name), a, b), _outcome(_REFERENCE[name], a, b))
 
 
 @given(a=_values, b=_values)
 def test_near_equal_floats_compare_equal_both_ways(a, b):
-    from budget.formula.expr import _approx_equal
+    from budget.formula.runtime import _approx_equal
     assert _approx_equal(a, b) == _reference_approx_equal(a, b)
 
 
@@ -124,14 +124,14 @@ def test_near_equal_floats_compare_equal_both_ways(a, b):
     (float("nan"), float("nan"), False), (float("inf"), float("inf"), True), (None, 0.0, True),
     (None, "", True), ("Full", "full", True), (True, "TRUE", True), (1.0, "1.0", True), (None, None, True)])
 def test_tricky_equalities(a, b, equal):
-    from budget.formula.expr import _approx_equal, _eq
+    from budget.formula.runtime import _approx_equal, _eq
     assert _approx_equal(a, b) is equal and _eq(a, b) is equal
 
 
 @given(xs=st.lists(st.one_of(st.floats(allow_nan=True), st.integers(-3, 3), st.none(), st.just("")),
                    min_size=0, max_size=3).map(tuple))
 def test_max_min_isnumber_and_cat_match_the_general_rule(xs):
-    import budget.formula.expr as f
+    import budget.formula.runtime as f
     for fn, builtin in ((f._max, max), (f._min, min)):
         def reference(*ys, builtin=builtin):
             return builtin(f._flat(ys), default=0.0)
@@ -266,27 +266,6 @@ def test_specialised_rows_lookups_and_texts():
     run, got, want = _specialised(items, ["x"], [n for n, _ in items], values, {"t": {"x": {"a": 7.0}}},
                                   [(1.0,), (2.5,)])
     assert run is not None and all(w[0] == "value" for w in want) and got == want
-
-
-def test_large_sources_compile_once_and_unreadable_copies_compile_afresh(monkeypatch):
-    from budget.core import cache
-    from budget.formula.expr import _KEEP_COMPILED_FROM, _code
-    source = "def f(x):\n" + "".join(f"    x = x * 1.0001 + {i}.5\n" for i in range(_KEEP_COMPILED_FROM // 20)) + "    return x\n"
-    assert len(source) >= _KEEP_COMPILED_FROM
-    fresh = compile(source, "<test>", "exec")
-
-    def result(code):
-        namespace = {}
-        exec(code, namespace)
-        return namespace["f"](2.0)
-
-    kept = _code(source, "<test>")
-    again = _code(source, "<test>")      # read back where the temporary folder can be used
-    assert kept.co_consts == fresh.co_consts and again.co_code == fresh.co_code
-    assert result(kept) == result(again) == result(fresh)
-    for garbage in ("", "not marshal", "\x00" * 10, "\xe9" * 3):
-        monkeypatch.setattr(cache, "cached", lambda raw, kind, parse, garbage=garbage: garbage)
-        assert result(_code(source, "<test>")) == result(fresh)
 
 
 def test_chains_and_arrays_over_a_tables_rows():

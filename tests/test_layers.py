@@ -91,6 +91,12 @@ def test_no_sheet_or_report_module_writes_formula_text(path):
         if isinstance(node, ast.ImportFrom) and "formula" in (node.module or ""):
             private = [a.name for a in node.names if a.name.startswith("_")]
             assert not private, f"{path.relative_to(ROOT)}:{node.lineno} imports the runtime's {private}"
+            # budget.formula.runtime holds only privates (the functions compiled code calls)
+            runtime = (node.module or "").endswith("formula.runtime") or any(a.name == "runtime" for a in node.names)
+            assert not runtime, f"{path.relative_to(ROOT)}:{node.lineno} imports budget.formula.runtime"
+        if isinstance(node, ast.Import):
+            runtime = [a.name for a in node.names if a.name.endswith("formula.runtime")]
+            assert not runtime, f"{path.relative_to(ROOT)}:{node.lineno} imports {runtime}"
 
 
 def test_the_formula_text_pattern_finds_what_it_should():
