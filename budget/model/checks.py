@@ -33,9 +33,27 @@ def sentence(b: ModelBuilder, name: str, *figures) -> Expr:
 
 def checks_and_warnings(b: ModelBuilder, i: Inputs) -> None:
     """Each check is 0 when fine and 1 when not or when it cannot be computed; `detail` says
-    what is wrong in words built from the live cells, for the Summary's failing-check lines."""
+    what is wrong in words built from the live cells, for the Summary's failing-check lines.
+    The master check counts the checks; the warnings are counted apart."""
     r = Ref
-    gb = lambda x: ROUND(x, 1)  # noqa: E731 - figures in sentences, to 0.1
+    _layout_checks(b, i)
+    _run_checks(b, i)
+    _consistency_checks(b, i)
+    checks = [r(c.name) for c in b.model.checks()]
+    b.section("summary")
+    total = SUM(*checks)
+    b.item("master_check", "checks", IF(ISERROR(total), 1, total))
+    _warnings(b, i)
+
+
+def _gb(x) -> Expr:
+    """A figure in a sentence, to 0.1."""
+    return ROUND(x, 1)
+
+
+def _layout_checks(b: ModelBuilder, i: Inputs) -> None:
+    """The layout divides the GPUs, heads, layers, micro-batches and experts; the shape is consistent."""
+    r = Ref
     b.sheet("Checks", "layout")
     b.check("check_layout_divides", MOD(i.gpu_count, i.tp_size * i.pp_size).eq(0),
             detail=sentence(b, "check_layout_divides", i.tp_size * i.pp_size, i.gpu_count))
@@ -75,9 +93,13 @@ def checks_and_warnings(b: ModelBuilder, i: Inputs) -> None:
                                   / 1000 / 1000 / 1000, 1),
                             ROUND(r("model_params") / 1000 / 1000 / 1000, 1)))
 
+
+def _run_checks(b: ModelBuilder, i: Inputs) -> None:
+    """The run fits in memory, its throughput is possible, and it finishes (failures, data, deadline)."""
+    r = Ref
     b.section("memory")
     b.check("check_memory_fits", r("memory_per_gpu_gb") <= r("usable_hbm_gb"),
-            detail=sentence(b, "check_memory_fits", gb(r("memory_per_gpu_gb")), gb(r("usable_hbm_gb"))))
+            detail=sentence(b, "check_memory_fits", _gb(r("memory_per_gpu_gb")), _gb(r("usable_hbm_gb"))))
     b.check("check_gpus_cover_memory", i.gpu_count >= r("min_gpus_for_memory"),
             detail=sentence(b, "check_gpus_cover_memory", i.gpu_count, r("min_gpus_for_memory")))
 
@@ -94,10 +116,14 @@ def checks_and_warnings(b: ModelBuilder, i: Inputs) -> None:
                             i.storage_read_gb_per_s))
     b.check("check_meets_deadline",
             OR(NOT(ISNUMBER(i.deadline_days)), r("stretched_training_days") <= i.deadline_days),
-            detail=sentence(b, "check_meets_deadline", gb(r("stretched_training_days")), i.deadline_days))
+            detail=sentence(b, "check_meets_deadline", _gb(r("stretched_training_days")), i.deadline_days))
     b.check("check_deadline_gpus", OR(NOT(ISNUMBER(i.deadline_days)), i.gpu_count >= r("deadline_gpus")),
             detail=sentence(b, "check_deadline_gpus", r("deadline_gpus"), i.gpu_count))
 
+
+def _consistency_checks(b: ModelBuilder, i: Inputs) -> None:
+    """The arithmetic adds up, the stages agree with the plan, and the workbook is as generated."""
+    r = Ref
     b.section("arithmetic")
     b.check("check_costs_add_up", ABS(r("total_cost") - SUM(*(r(n) for n in COST_LINES))
                 - r("vat_in_total")) <= r("total_cost") / 1000 / 1000 / 1000,
@@ -141,11 +167,10 @@ def checks_and_warnings(b: ModelBuilder, i: Inputs) -> None:
             detail=sentence(b, "check_cashflow_fits", ROUND(r("spend_months"), 1),
                             COLUMNS(i.cashflow_month_cells)))
 
-    checks = [r(c.name) for c in b.model.checks()]
-    b.section("summary")
-    total = SUM(*checks)
-    b.item("master_check", "checks", IF(ISERROR(total), 1, total))
 
+def _warnings(b: ModelBuilder, i: Inputs) -> None:
+    """Plausibility warnings, shown beside the checks and counted apart (warning_count)."""
+    r = Ref
     b.section("warnings")
     b.warning("warn_training_within_a_year", r("stretched_training_days") <= 365,
               detail=sentence(b, "warn_training_within_a_year", ROUND(r("stretched_training_days"), 0)))
@@ -211,6 +236,7 @@ def checks_and_warnings(b: ModelBuilder, i: Inputs) -> None:
     warnings = [r(w.name) for w in b.model.warnings()]
     total = SUM(*warnings)
     b.item("warning_count", "checks", IF(ISERROR(total), 1, total))
+
 
 
 def pilot_check(b: ModelBuilder, i: Inputs) -> None:

@@ -33,12 +33,22 @@ def _fx(currency_input: str) -> Expr:
 
 
 def cost(b: ModelBuilder, i: Inputs) -> None:
-    r = Ref
+    """The Cost sheet, section by section: exchange rates, GPU rental, energy and the other runs,
+    an owned cluster, the cost lines, the total and the dates spending runs to."""
     b.sheet("Cost", "exchange_rates")
     fx = {}
     for name, currency in FX_FACTORS:
         fx[name] = b.item(name, "×", _fx(currency))
+    _gpu_rental(b, i, fx)
+    _energy_and_other_runs(b, i, fx)
+    _owned_cluster(b, i, fx)
+    _cost_lines(b, i, fx)
+    _total_and_cashflow(b, i)
 
+
+def _gpu_rental(b: ModelBuilder, i: Inputs, fx: dict[str, Expr]) -> None:
+    """The GPU rates on each tier, and what renting the cluster bills (a reserved term's unused hours too)."""
+    r = Ref
     b.section("gpu_rates")
     gpu_rate = b.item("gpu_rate", "currency/GPU-hour", i.price_per_gpu_hour * fx["fx_gpu"])
     on_demand = b.item("on_demand_rate", "currency/GPU-hour",
@@ -60,11 +70,16 @@ def cost(b: ModelBuilder, i: Inputs) -> None:
                     IF(reserved, MIN(r("reserved_gpus"), committed) * MIN(r("billed_days") * 24, term_h), 0))
     over_h = b.item("on_demand_gpu_hours", "GPU-h", IF(reserved, billed_h - used_h, 0))
     b.item("reserved_unused_share", "fraction", IF(committed_h > 0, 1 - used_h / committed_h, 0))
-    rental = b.item("billed_rental_cost", "currency",
-                    IF(reserved, committed_h * tier_rate + over_h * on_demand, billed_h * tier_rate))
+    b.item("billed_rental_cost", "currency",
+           IF(reserved, committed_h * tier_rate + over_h * on_demand, billed_h * tier_rate))
     b.item("reserved_unused_cost", "currency", (committed_h - used_h) * tier_rate)
     b.item("reserved_upfront_cost", "currency", committed_h * tier_rate * i.reserved_upfront_share)
 
+
+def _energy_and_other_runs(b: ModelBuilder, i: Inputs, fx: dict[str, Expr]) -> None:
+    """Power, energy and carbon of the cluster's hours and of the runs beside the main one."""
+    r = Ref
+    billed_h = r("billed_gpu_hours")
     b.section("energy_and_carbon")
     tdp_kw = b.item("gpu_power_kw", "kW", IF(ISNUMBER(acc("tdp_w")), acc("tdp_w") / 1000, 0))
     overhead = b.item("node_overhead_kw_used", "kW",
@@ -76,7 +91,7 @@ def cost(b: ModelBuilder, i: Inputs) -> None:
     idle_per_h = b.item("idle_kwh_per_gpu_hour", "kWh", slot * i.draw_idle * i.pue)
     wall_h = b.item("training_gpu_hours_wall", "GPU-h", i.gpu_count * r("stretched_training_days") * 24)
     idle_h = b.item("idle_gpu_hours", "GPU-h", MAX(0, billed_h - wall_h))
-    nodes = b.item("cluster_nodes", "nodes", r("reserved_gpus") / r("gpus_per_node"))
+    b.item("cluster_nodes", "nodes", r("reserved_gpus") / r("gpus_per_node"))
     cluster_mwh = b.item("cluster_energy_mwh", "MWh", (wall_h * per_h + idle_h * idle_per_h) / 1000)
     flops_per_gpu_h = b.item("flops_per_gpu_hour", "FLOP", r("effective_tflops") * i.flops_per_tflop * 3600)
 
@@ -99,8 +114,13 @@ def cost(b: ModelBuilder, i: Inputs) -> None:
     power = b.item("electricity_rate", "currency/kWh", i.electricity_per_kwh * fx["fx_electricity"])
     b.item("energy_cost_equivalent", "currency", energy * 1000 * power)
 
+
+def _owned_cluster(b: ModelBuilder, i: Inputs, fx: dict[str, Expr]) -> None:
+    """An owned cluster's share of its capital, energy and operations over the billed days."""
+    r = Ref
+    billed_h, nodes = r("billed_gpu_hours"), r("cluster_nodes")
+    cluster_mwh, power = r("cluster_energy_mwh"), r("electricity_rate")
     b.section("owned_cluster")
-    owned = i.ownership.eq("owned")
     years, rate = i.depreciation_years, i.cost_of_capital
     crf = b.item("capital_recovery_factor", "per year",
                  IF(rate > 0, rate / (1 - EXP(0 - years * LN(1 + rate))), 1 / years))
@@ -118,36 +138,54 @@ def cost(b: ModelBuilder, i: Inputs) -> None:
     owned_cost = b.item("owned_cost", "currency", capital + owned_energy + ops)
     b.item("owned_rate_per_gpu_hour", "currency/GPU-hour", owned_cost / billed_h)
 
+
+def _cost_lines(b: ModelBuilder, i: Inputs, fx: dict[str, Expr]) -> None:
+    """The subtotal's lines (COST_LINES): the cluster, the other runs, network, storage and staffing."""
+    r = Ref
+    owned, reserved = i.ownership.eq("owned"), i.price_tier.eq("reserved")
+    owned_cost, rental = r("owned_cost"), r("billed_rental_cost")
+    on_demand, tier_rate = r("on_demand_rate"), r("tier_rate")
+    billed_h, extra_h = r("billed_gpu_hours"), r("extra_gpu_hours")
+    exp_h, rb_h, post_h = r("experiment_gpu_hours"), r("rollback_gpu_hours"), r("post_training_gpu_hours")
     b.section("compute")
-    cluster = b.item("cluster_cost", "currency", IF(owned, owned_cost, rental))
+    b.item("cluster_cost", "currency", IF(owned, owned_cost, rental))
     compute_rate = b.item("compute_rate", "currency/GPU-hour",
                           IF(owned, r("owned_rate_per_gpu_hour"), IF(reserved, on_demand, tier_rate)))
     b.item("rental_gap_cost", "currency", rental - r("rental_cost"))
-    experiments = b.item("experiment_cost", "currency", exp_h * compute_rate)
-    rollback = b.item("rollback_cost", "currency", rb_h * compute_rate)
-    post = b.item("post_training_cost", "currency", post_h * compute_rate)
-    serving = b.item("serving_cost", "currency",
-                     i.serving_gpus * i.serving_months * 365 / 12 * 24
-                     * IF(ISNUMBER(i.serving_per_gpu_hour), i.serving_per_gpu_hour * fx["fx_gpu"],
-                          compute_rate))
-    network = b.item("network_cost", "currency", (billed_h + extra_h) * i.network_per_gpu_hour * fx["fx_gpu"])
+    b.item("experiment_cost", "currency", exp_h * compute_rate)
+    b.item("rollback_cost", "currency", rb_h * compute_rate)
+    b.item("post_training_cost", "currency", post_h * compute_rate)
+    b.item("serving_cost", "currency",
+           i.serving_gpus * i.serving_months * 365 / 12 * 24
+           * IF(ISNUMBER(i.serving_per_gpu_hour), i.serving_per_gpu_hour * fx["fx_gpu"],
+                compute_rate))
+    b.item("network_cost", "currency", (billed_h + extra_h) * i.network_per_gpu_hour * fx["fx_gpu"])
 
     b.section("storage")
     months = b.item("storage_months_used", "months",
                     IF(ISNUMBER(i.storage_months), i.storage_months, r("project_months")))
     gbm = b.item("storage_gb_months", "GB-months", (r("dataset_gb") + r("checkpoint_storage_gb")) * months)
-    storage = b.item("storage_cost", "currency", gbm * i.price_per_gb_month * fx["fx_storage"])
+    b.item("storage_cost", "currency", gbm * i.price_per_gb_month * fx["fx_storage"])
 
     b.section("staffing")
     blank_months = Blanks(i.staff_months)
     b.item("staff_person_months", "person-months",
            SUMPRODUCT(i.staff_headcount, i.staff_months)
            + SUMPRODUCT(i.staff_headcount, blank_months) * r("project_months"))
-    staffing = b.item("staffing_cost", "currency",
-                      (SUMPRODUCT(i.staff_headcount, i.staff_monthly_cost, i.staff_months)
-                       + SUMPRODUCT(i.staff_headcount, i.staff_monthly_cost, blank_months)
-                       * r("project_months")) * i.staffing_factor * fx["fx_staff"])
+    b.item("staffing_cost", "currency",
+           (SUMPRODUCT(i.staff_headcount, i.staff_monthly_cost, i.staff_months)
+            + SUMPRODUCT(i.staff_headcount, i.staff_monthly_cost, blank_months)
+            * r("project_months")) * i.staffing_factor * fx["fx_staff"])
 
+
+def _total_and_cashflow(b: ModelBuilder, i: Inputs) -> None:
+    """The total (VAT in or a memo), the flat buffer's memo, and the dates spending runs to."""
+    r = Ref
+    owned, reserved = i.ownership.eq("owned"), i.price_tier.eq("reserved")
+    cluster, experiments = r("cluster_cost"), r("experiment_cost")
+    rollback, post, serving = r("rollback_cost"), r("post_training_cost"), r("serving_cost")
+    network, storage, staffing = r("network_cost"), r("storage_cost"), r("staffing_cost")
+    months = r("storage_months_used")
     b.section("total")
     subtotal = b.item("subtotal_cost", "currency",
                       cluster + experiments + rollback + post + serving + network + storage + staffing)
