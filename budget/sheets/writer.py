@@ -258,9 +258,13 @@ def excel(expr: Expr, resolve: Callable[[str], str] = str) -> str:
     """`expr.excel(resolve)` for an expression of the model (kept for the process): its
     rendering is a pure function of the tree and of what the (pure) `resolve` gives for each
     name it asks, so it is rendered once with a marker where each name goes, and then the names'
-    texts are put in those places (a format string)."""
+    texts are put in those places (a format string). Rendered with the defined names (`resolve`
+    is str), an expression first met is rendered once, plainly: most of those are made for one
+    cell (a rule, a label), and a template costs two renderings."""
     known = _TEMPLATES.get(id(expr))
     if known is None or known[0] is not expr:
+        if resolve is str:
+            return _plain(expr)
         known = _template(expr)
         if known is None:
             return expr.excel(resolve)
@@ -285,6 +289,17 @@ class Resolved(dict):
         return text
 
 
+def _plain(expr: Expr) -> str:
+    """expr.excel(), remembered for the process by the expression's identity."""
+    known = _PLAIN.get(id(expr))
+    if known is None or known[0] is not expr:
+        if len(_PLAIN) >= 16384:        # expressions a long run made and dropped: start afresh
+            _PLAIN.clear()
+        known = _PLAIN[id(expr)] = (expr, expr.excel())
+    return known[1]
+
+
+_PLAIN: dict[int, tuple] = {}       # id(expr) -> (expr, its text with the defined names)
 _TEMPLATES: dict[int, tuple] = {}   # id(expr) -> (expr, its format string, the names, its text)
 _MARKED = re.compile("\x00([0-9]+)\x01")   # no formula holds these: put_text refuses them in a cell
 
@@ -324,6 +339,22 @@ def formula_rule(expr: Expr, fill: PatternFill) -> Rule:
     if known is None or known[0] is not fill:
         known = _RULE_STYLES[id(fill)] = (fill, DifferentialStyle(fill=fill))
     return expression_rule(excel(expr), known[1])
+
+
+def _flag_rules(first: str, blank_ok: bool) -> tuple[Expr, Expr]:
+    """flag_format's two conditions for a range whose first cell is `first`, made once a process
+    (the same cells carry flags in every book: their texts are then remembered by excel())."""
+    known = _FLAG_RULES.get((first, blank_ok))
+    if known is None:
+        letters, row = coordinate_from_string(first)
+        cell = Cell(row, column_index_from_string(letters))
+        fine = AND(ISNUMBER(cell), cell.eq(0))
+        blank = IF(ISERROR(cell), FALSE, cell.eq(""))
+        known = _FLAG_RULES[(first, blank_ok)] = (fine, NOT(OR(fine, blank)) if blank_ok else NOT(fine))
+    return known
+
+
+_FLAG_RULES: dict[tuple[str, bool], tuple[Expr, Expr]] = {}
 
 
 class _Values(dict):
@@ -517,13 +548,9 @@ class Writer:
         """Green only for a number equal to 0; red (amber for a warning) for anything else,
         an error value included. Formula rules: a cellIs rule never matches an error. With
         `blank_ok`, an empty text (a spare stage's column) is left plain."""
-        letters, row = coordinate_from_string(coord.split(":")[0].replace("$", ""))
-        cell = Cell(row, column_index_from_string(letters))
-        fine = AND(ISNUMBER(cell), cell.eq(0))
-        blank = IF(ISERROR(cell), FALSE, cell.eq(""))
+        fine, bad = _flag_rules(coord.split(":")[0].replace("$", ""), blank_ok)
         ws.conditional_formatting.add(coord, formula_rule(fine, OK_RULE_FILL))
-        ws.conditional_formatting.add(coord, formula_rule(NOT(OR(fine, blank)) if blank_ok else NOT(fine),
-                                                          WARN_RULE_FILL if warning else BAD_RULE_FILL))
+        ws.conditional_formatting.add(coord, formula_rule(bad, WARN_RULE_FILL if warning else BAD_RULE_FILL))
 
     # --- a sheet's frame -------------------------------------------------------------------
     def header(self, ws, row: int, labels: list[str]) -> None:
