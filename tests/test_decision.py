@@ -131,7 +131,7 @@ def test_the_chinese_decision_page_says_the_same_in_chinese(options_plan_zh):
             "（P50 5,101,399 USD，P90 7,317,513 USD）；20% 固定预留金（5,975,816 USD）可覆盖 P71，不另行计入。") in head
     assert " · 推荐：**512 H100, layout left to the search**（所有校验均通过的方案中成本最低者）" in head
     assert "| 方案 | 加速卡 | 训练天数 | 项目结束 | 总计 | 校验 |" in head
-    assert "| 2027年10月12日 | 4,979,847 USD | 1 项未通过 |" in head and "| 通过 |" in head
+    assert "| 2027年10月12日 | 4,979,847 USD | 1 项未通过：" in head and "| 通过 |" in head
     assert ("（点估计 4,979,847 USD，位于 P47；申请金额 P80：6,465,177 USD）；项目结束日期 P90 2027年12月18日；"
             "训练天数 P10 103.5，P50 146.3，P90 206.7；计费卡时 P10 1,455,493，P50 2,056,848，P90 2,906,661。") in head
     assert "按季度支出：2027年第1季度 " in head

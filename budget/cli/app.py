@@ -46,7 +46,7 @@ from .output import Output
 if TYPE_CHECKING:
     from ..plan.plan import Plan
 
-BUNDLED_EXAMPLE = "gpt3-175b-h100.yaml"
+BUNDLED_EXAMPLE = "gpt3-175b-h100-searched.yaml"
 
 
 def parser(lang: str = DEFAULT_LANG) -> argparse.ArgumentParser:

@@ -35,6 +35,12 @@ def quarters(plan) -> list[dict]:
     return [{"label": k, "value": x} for k, x in out.items() if abs(x) > 0.005]
 
 
+def _first_failing(plan) -> str:
+    """The sentence of a plan's first failing check (the reason an option is not recommended)."""
+    model, v = plan.model, plan.values
+    return next((c.sentence(v) for c in model.checks() if v[c.name] != 0), "")
+
+
 def decision(plan, status: dict, digest: str) -> dict:
     from .words import Words
 
@@ -51,7 +57,7 @@ def decision(plan, status: dict, digest: str) -> dict:
                      "days": f"{p.train_days:,.1f}", "end": words.date(pv["project_end"]),
                      "total": words.money(pv["total_cost"], cur),
                      "checks": words("report.decision.checks_pass") if not failing
-                     else words("report.decision.checks_failing", count=failing),
+                     else words("report.decision.checks_failing", count=failing, first=_first_failing(p)),
                      "recommended": i == best, "base": i == 0})
     all_cases = cases(plan)
     rng = range_figures(plan, all_cases)
