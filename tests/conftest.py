@@ -227,6 +227,10 @@ PLAIN_CASES.update({
         **({"storage.write_gb_per_s": 2000, "storage.read_gb_per_s": 2000} if mode == "asynchronous" else {})})
     for mode in ("asynchronous", "in_memory")})
 
+# Issue 27: the README's first command, the bundled example (its base plan; the options are the
+# Compare sheet's, recalculated in the package tests): every check passes in LibreOffice too.
+PLAIN_CASES["bundled-example"] = (SCENARIOS / "gpt3-175b-h100-searched.yaml", {"options": None})
+
 # Live edits: (base case, {defined name: new cell value}, the same edit as scenario changes).
 EDIT_CASES = {
     # a reviewer switches the seed to in-memory checkpoints with a faster job start

@@ -97,6 +97,13 @@ def test_fp8_book_on_an_accelerator_without_fp8_fails_its_check(oracle, tmp_path
     assert values.get(case.names["master_check"]) >= 1
 
 
+def test_the_bundled_example_passes_every_check_after_recalculation(oracle):
+    """Issue 27: a newcomer's first run is approvable in LibreOffice as in the plan."""
+    case = oracle["bundled-example"]
+    assert case.plan.values["master_check"] == 0
+    assert _value_at(case, "master_check") == 0
+
+
 def test_oracle_covers_many_cells(oracle):
     """The oracle is not vacuous: it compares hundreds of recomputed formula cells."""
     total = sum(len(c.expected) for c in oracle.values())
