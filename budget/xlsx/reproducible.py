@@ -16,6 +16,9 @@ FIXED_ZIP_TIME = (1980, 1, 1, 0, 0, 0)
 FIXED_DOC_TIME = "2000-01-01T00:00:00Z"
 _DOC_DATES = re.compile(rb"(<dcterms:(created|modified)[^>]*>)[^<]*(</dcterms:\2>)")
 _CORE = "docProps/core.xml"
+# zlib level 1, not 6: on the bundled A100 book (1.5 MB of XML) 16 ms against 37 ms a book, for
+# 280 kB against 235 kB; a sweep book's whole write is ~250 ms
+COMPRESS_LEVEL = 1
 
 
 class FixedZip:
@@ -59,7 +62,7 @@ def _write_entry(target: zipfile.ZipFile, name: str, body: bytes) -> None:
     entry = zipfile.ZipInfo(name, date_time=FIXED_ZIP_TIME)
     entry.compress_type = zipfile.ZIP_DEFLATED
     entry.external_attr = 0o600 << 16
-    target.writestr(entry, body, compresslevel=6)
+    target.writestr(entry, body, compresslevel=COMPRESS_LEVEL)
 
 
 def normalise_xlsx(data: bytes) -> bytes:
