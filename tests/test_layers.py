@@ -157,3 +157,26 @@ def test_no_import_circle_inside_a_layer_either():
         pytest.skip("../shared/tools/import_circles.py is not beside this checkout")
     done = subprocess.run([sys.executable, str(tool)], cwd=ROOT, capture_output=True, text=True)
     assert done.returncode == 0, done.stdout + done.stderr
+
+
+# openpyxl's private attributes and modules: a cell's _value/_style, a sheet's _cells, a
+# descriptor's __dict__, an import from a private module (openpyxl.cell._writer) or of a private name
+_PRIVATE_ATTRIBUTES = {"_value", "_style", "_cells", "_fonts", "_alignments", "_fills", "_borders",
+                       "_protections", "_number_formats", "_cell_styles", "_differential_styles", "__dict__"}
+
+
+@pytest.mark.parametrize("path", [p for p in _modules(".") if "xlsx" not in p.relative_to(BUDGET).parts],
+                         ids=lambda p: p.relative_to(BUDGET).as_posix())
+def test_openpyxl_internals_are_touched_only_in_budget_xlsx(path):
+    """Issue 26: the fast paths that reach into openpyxl live in budget/xlsx/ (cells.py, save.py,
+    wrap.py), each checked against the openpyxl versions it names; the sheets use its functions."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    uses_openpyxl = any(isinstance(n, ast.ImportFrom) and (n.module or "").startswith("openpyxl")
+                        or isinstance(n, ast.Import) and any(a.name.startswith("openpyxl") for a in n.names)
+                        for n in ast.walk(tree)) or "sheets" in path.relative_to(BUDGET).parts
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("openpyxl"):
+            assert not any(part.startswith("_") for part in node.module.split(".")), f"{path}:{node.lineno}"
+            assert not any(a.name.startswith("_") for a in node.names), f"{path}:{node.lineno}"
+        if uses_openpyxl and isinstance(node, ast.Attribute):
+            assert node.attr not in _PRIVATE_ATTRIBUTES, f"{path}:{node.lineno}: .{node.attr}"

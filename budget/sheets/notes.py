@@ -3,11 +3,10 @@
 
 from __future__ import annotations
 
-from copy import copy
-
 from openpyxl.styles.cell_style import StyleArray
 
 from .. import __version__
+from ..xlsx.cells import set_style, style_of
 from .writer import (BOLD_FONT, BOTTOM_BORDER, CHANGE_LOG_SHEET, DATE_FORMAT, TOP_ALIGNMENT, UNLOCKED, WRAP_TOP,
                      put_text)
 
@@ -45,13 +44,13 @@ def write_change_log(w) -> None:
         for c in range(1, 5):
             cell = ws.cell(r, c)
             if c in arrays:
-                cell._style = copy(arrays[c])
+                set_style(cell, arrays[c])
                 continue
             cell.protection = UNLOCKED
             cell.border = BOTTOM_BORDER
             if c == 1:
                 cell.number_format = DATE_FORMAT
-            arrays[c] = copy(cell._style)
+            arrays[c] = style_of(cell)
     w.widths(ws, [12, 18, 22, 80])
     w.page_setup(ws)
 

@@ -12,16 +12,13 @@ recalculation tests hold the spreadsheet engines' results to.
 from __future__ import annotations
 
 import re
-from copy import copy
 from dataclasses import dataclass, field
 from typing import Callable
 
 from openpyxl import Workbook
 from openpyxl.formatting.rule import Rule
 from openpyxl.styles import Alignment, Border, Font, NamedStyle, PatternFill, Protection, Side
-from openpyxl.styles.cell_style import StyleArray
 from openpyxl.styles.differential import DifferentialStyle
-from openpyxl.styles.numbers import BUILTIN_FORMATS_MAX_SIZE, BUILTIN_FORMATS_REVERSE
 from openpyxl.utils.cell import column_index_from_string, coordinate_from_string
 from openpyxl.worksheet.page import PageMargins
 
@@ -33,8 +30,8 @@ from ..model.lineitems import InputDef
 from ..model.model import ACCELERATOR_TABLE, ARCHITECTURE_TABLE, FX_TABLE, build_model
 from ..plan.plan import Plan, scenario_digest
 from ..xlsx.wrap import WRAP_TOP, Wrapping, line_height, text_height, text_width  # noqa: F401 (the sheets' names)
-from ..xlsx.cells import (LETTERS, add_sheet, bind, bind_formula, bind_text, column_dimension, defined_name,
-                          expression_rule, same_styles, style_copy)
+from ..xlsx.cells import (LETTERS, CellStyles, add_sheet, bind, bind_formula, bind_text, column_dimension,
+                          defined_name, expression_rule, same_styles, set_style)
 from .validation import validation_for
 
 CALC_SHEETS = ("Memory", "Parallelism", "Compute", "Schedule", "Timeline", "Cost", "Checks")
@@ -367,45 +364,6 @@ class _Values(dict):
         return self.base[key]
 
 
-class CellStyles:
-    """The style arrays the book's cells take, each made once through openpyxl and then copied:
-    a named style, a named style with a number format, and the calculation style by format."""
-
-    def __init__(self, wb: Workbook):
-        self.wb = wb
-        self.named: dict[str, StyleArray] = {}                         # named style -> its array
-        self.formatted: dict[tuple[str, str | None], StyleArray] = {}  # and with a number format
-        self.format_ids: dict[str, int] = {}                           # number format -> its id
-
-    def named_array(self, cell, style: str) -> StyleArray:
-        """The style array a named style sets, found the first time through openpyxl (on `cell`)."""
-        array = self.named.get(style)
-        if array is None:
-            cell.style = style
-            array = self.named[style] = copy(cell._style)
-        return array
-
-    def formatted_array(self, cell, style: str, fmt: str | None) -> StyleArray:
-        array = self.formatted.get((style, fmt))
-        if array is None:
-            array = StyleArray(self.named_array(cell, style))
-            if fmt:
-                array.numFmtId = self.format_id(fmt)
-            self.formatted[(style, fmt)] = array
-        return array
-
-    def format_id(self, fmt: str) -> int:
-        """The id `cell.number_format = fmt` gives (the format added to the book's list on first
-        use, as openpyxl adds it, so the list keeps its order)."""
-        index = self.format_ids.get(fmt)
-        if index is None:
-            index = BUILTIN_FORMATS_REVERSE.get(fmt)
-            if index is None:
-                index = self.wb._number_formats.add(fmt) + BUILTIN_FORMATS_MAX_SIZE
-            self.format_ids[fmt] = index
-        return index
-
-
 class Writer:
     """What every sheet module writes one plan's book through. `wb` holds the sheets named
     `titles` (book.py decides which, in which order); `result` gathers each formula cell's
@@ -523,7 +481,7 @@ class Writer:
             raise TypeError(f"formula at row {row}, column {col}: an expression, not {type(expr).__name__}")  # i18n: not text
         cell = ws.cell(row, col)
         bind_formula(cell, excel(expr, resolve))
-        cell._style = style_copy(self.styles.formatted_array(cell, "Calculation", fmt))
+        set_style(cell, self.styles.formatted_array(cell, "Calculation", fmt))
         self.result.expected[f"{ws.title}!{LETTERS[col]}{row}"] = expected
         self.cached[ws.title][(row, col)] = expected
         return cell
@@ -538,11 +496,11 @@ class Writer:
     # --- styles --------------------------------------------------------------------------
     def named(self, cell, style: str) -> None:
         """`cell.style = style` for the workbook's own named styles."""
-        cell._style = style_copy(self.styles.named_array(cell, style))
+        set_style(cell, self.styles.named_array(cell, style))
 
     def styled(self, cell, style: str, fmt: str | None) -> None:
         """`named(cell, style)` then `cell.number_format = fmt` when there is one."""
-        cell._style = style_copy(self.styles.formatted_array(cell, style, fmt))
+        set_style(cell, self.styles.formatted_array(cell, style, fmt))
 
     def flag_format(self, ws, coord: str, warning: bool = False, blank_ok: bool = False) -> None:
         """Green only for a number equal to 0; red (amber for a warning) for anything else,

@@ -22,6 +22,7 @@ from openpyxl.formatting.formatting import ConditionalFormatting, ConditionalFor
 from openpyxl.formatting.rule import Rule
 from openpyxl.styles import Border, Font
 from openpyxl.styles.cell_style import StyleArray
+from openpyxl.styles.numbers import BUILTIN_FORMATS_MAX_SIZE, BUILTIN_FORMATS_REVERSE
 from openpyxl.utils import get_column_letter
 from openpyxl.utils.indexed_list import IndexedList
 from openpyxl.utils.units import DEFAULT_COLUMN_WIDTH
@@ -43,6 +44,55 @@ def style_copy(array: StyleArray) -> StyleArray:
     """A copy of a cell style array (what `copy(array)` gives, without StyleArray.__new__): a
     book gives ~10,000 cells a style it made once."""
     return _STYLE_COPY(StyleArray, "i", array)
+
+
+def set_style(cell, array: StyleArray) -> None:
+    """The cell takes a copy of `array` (a style array made once for many cells)."""
+    cell._style = _STYLE_COPY(StyleArray, "i", array)
+
+
+def style_of(cell) -> StyleArray:
+    """A copy of the cell's style array (to give many cells the style one was given)."""
+    return copy(cell._style)
+
+
+class CellStyles:
+    """The style arrays a book's cells take, each made once through openpyxl and then copied
+    (set_style): a named style, and a named style with a number format."""
+
+    def __init__(self, wb):
+        self.wb = wb
+        self.named: dict[str, StyleArray] = {}                         # named style -> its array
+        self.formatted: dict[tuple[str, str | None], StyleArray] = {}  # and with a number format
+        self.format_ids: dict[str, int] = {}                           # number format -> its id
+
+    def named_array(self, cell, style: str) -> StyleArray:
+        """The style array a named style sets, found the first time through openpyxl (on `cell`)."""
+        array = self.named.get(style)
+        if array is None:
+            cell.style = style
+            array = self.named[style] = copy(cell._style)
+        return array
+
+    def formatted_array(self, cell, style: str, fmt: str | None) -> StyleArray:
+        array = self.formatted.get((style, fmt))
+        if array is None:
+            array = StyleArray(self.named_array(cell, style))
+            if fmt:
+                array.numFmtId = self.format_id(fmt)
+            self.formatted[(style, fmt)] = array
+        return array
+
+    def format_id(self, fmt: str) -> int:
+        """The id `cell.number_format = fmt` gives (the format added to the book's list on first
+        use, as openpyxl adds it, so the list keeps its order)."""
+        index = self.format_ids.get(fmt)
+        if index is None:
+            index = BUILTIN_FORMATS_REVERSE.get(fmt)
+            if index is None:
+                index = self.wb._number_formats.add(fmt) + BUILTIN_FORMATS_MAX_SIZE
+            self.format_ids[fmt] = index
+        return index
 
 
 def new_cell(ws, row: int, column: int):
