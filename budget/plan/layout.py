@@ -36,7 +36,7 @@ INTERLEAVING = (1, 2, 3, 4, 6, 8)
 RANKED_OUTPUTS = ("memory_per_gpu_gb", "usable_hbm_gb", "check_memory_fits", "bubble_fraction",
                   "comm_fraction", "step_comm_share", "recompute_overhead", "layout_efficiency",
                   "fitted_model_used", "matmul_time_factor", "train_days",
-                  "stretched_training_days",
+                  "stretched_training_days", "deadline_end_at_approval", "deadline_end_p50",
                   "total_cost", "dp_size", "memory_headroom_gb")
 MAX_GPUS = 1 << 20
 
