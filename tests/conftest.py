@@ -227,6 +227,13 @@ PLAIN_CASES.update({
         **({"storage.write_gb_per_s": 2000, "storage.read_gb_per_s": 2000} if mode == "asynchronous" else {})})
     for mode in ("asynchronous", "in_memory")})
 
+# Issue 27 item 1: "405B by June 30" written as a date: Llama 3.1 405B over 15T tokens on H100 (the
+# published run's storage, stack and memory), the GPU count and layout left to the planner, which
+# sizes training to end by 2027-06-30 at the approval percentile, the phases before it counted.
+PLAIN_CASES["deadline-date-405b-june-30"] = (SCENARIOS / "llama3.1-405b-h100.yaml", {
+    "stages": [], "parallelism": {}, "sources": {}, "hardware.gpu_count": None, "hardware.mfu": None,
+    "data.train_tokens": "15T", "schedule.start_date": "2027-01-04", "schedule.deadline": "2027-06-30"})
+
 # Live edits: (base case, {defined name: new cell value}, the same edit as scenario changes).
 EDIT_CASES = {
     # a reviewer switches the seed to in-memory checkpoints with a faster job start
