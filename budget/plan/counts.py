@@ -138,17 +138,20 @@ def _why_not_smaller(evaluate: Evaluator, space: Space, counts: list[int], i: in
     splits the batch, a smaller count that trains faster than a larger one, the whole-node counts
     between that do not split the batch."""
     lang = evaluate.lang
+    node = space.gpus_per_node
     if i == 0:
-        if start_gpus > space.gpus_per_node and space.split_counts(counts[0] - 1):
-            return fmt("layout.next_smaller.below_bound", lang, start=start_gpus)
-        return text("layout.next_smaller.none", lang)
+        if not (start_gpus > node and space.split_counts(counts[0] - 1)):
+            return text("layout.next_smaller.none", lang)
+        parts = [fmt("layout.next_smaller.below_bound", lang, start=start_gpus)]
+        if counts[0] - start_gpus >= node:
+            parts.append(fmt("layout.next_smaller.no_split", lang, below=start_gpus, gpu_count=counts[0]))
+        return fmt("layout.next_smaller.join", lang).join(parts)
     below = at(i - 1)
     if below is None:
         parts = [fmt("layout.next_smaller.no_fit", lang, gpu_count=counts[i - 1])]
     else:
         parts = [fmt("layout.next_smaller.too_slow", lang, gpu_count=counts[i - 1],
                      figure=deadline.shown(below.best.values, lang))]
-    node = space.gpus_per_node
     if counts[i] - counts[i - 1] > node:
         parts.append(fmt("layout.next_smaller.no_split", lang, below=counts[i - 1], gpu_count=counts[i]))
     # the largest count below the answer that a smaller count beats, and the fastest below it
