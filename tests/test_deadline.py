@@ -17,7 +17,7 @@ import pytest
 
 from budget.core.dates import excel_serial, from_serial
 from budget.core.errors import ScenarioError
-from budget.plan.counts import Deadline, smallest_count_for_deadline
+from budget.plan.counts import DATE_FIGURES, Deadline, smallest_count_for_deadline
 from budget.plan.layout import NoLayoutFits, search
 from budget.plan.sensitivity import cases, range_figures
 from budget.plan.sizing import deadline_of, deadline_start
@@ -163,9 +163,10 @@ def _brute_force(evaluate, space, deadline: Deadline, largest: int) -> dict[int,
     out = {}
     for n in range(space.gpus_per_node, largest + 1, space.gpus_per_node):
         try:
-            out[n] = search(evaluate, space, n, keep=1).best.values
+            best = search(evaluate, space, n, keep=1).best
         except NoLayoutFits:
-            pass
+            continue
+        out[n] = (best if deadline.date is None else evaluate.more(best, n, DATE_FIGURES)).values
     return out
 
 

@@ -17,6 +17,10 @@ from ..core.i18n import fmt, text
 from .layout import MAX_GPUS, Evaluator, NoLayoutFits, SearchResult, Space, search, splits
 
 
+# what a date deadline reads of a count's best layout (the model's Timeline items)
+DATE_FIGURES = ("deadline_end_at_approval", "deadline_end_p50")
+
+
 @dataclass(frozen=True)
 class Deadline:
     """What a deadline-sized count must meet: training days with failures (hardware.deadline_days),
@@ -73,10 +77,7 @@ def smallest_count_for_deadline(evaluate: Evaluator, space: Space, deadline: Dea
 
     def at(i: int) -> SearchResult | None:
         if i not in cache:
-            try:
-                cache[i] = search(evaluate, space, counts[i])
-            except NoLayoutFits:
-                cache[i] = None
+            cache[i] = _at_count(evaluate, space, counts[i], deadline)
         return cache[i]
 
     def meets(i: int) -> bool:
@@ -97,16 +98,22 @@ def smallest_count_for_deadline(evaluate: Evaluator, space: Space, deadline: Dea
         # the fastest of every count that splits the batch, those below the bound too: a deadline
         # that can be met
         below = [n for n in space.split_counts() if n < start_gpus]
-        results = [_at_count(evaluate, space, n) for n in below] + [at(k) for k in range(len(counts))]
+        results = [_at_count(evaluate, space, n, deadline) for n in below] + [at(k) for k in range(len(counts))]
         raise NoLayoutFits(_fastest(below + counts, results, deadline))
     return at(answer), _why_not_smaller(evaluate, space, counts, answer, at, deadline, start_gpus)
 
 
-def _at_count(evaluate: Evaluator, space: Space, gpu_count: int) -> SearchResult | None:
+def _at_count(evaluate: Evaluator, space: Space, gpu_count: int, deadline: Deadline) -> SearchResult | None:
+    """The search's result at `gpu_count` (None where no layout fits), its best layout with the
+    deadline's figures."""
     try:
-        return search(evaluate, space, gpu_count)
+        result = search(evaluate, space, gpu_count)
     except NoLayoutFits:
         return None
+    if deadline.date is None:
+        return result
+    best = evaluate.more(result.best, gpu_count, DATE_FIGURES)
+    return replace(result, ranked=(best, *result.ranked[1:]))
 
 
 def _fastest(counts: list[int], results: list, deadline: Deadline) -> Msg:

@@ -36,7 +36,7 @@ INTERLEAVING = (1, 2, 3, 4, 6, 8)
 RANKED_OUTPUTS = ("memory_per_gpu_gb", "usable_hbm_gb", "check_memory_fits", "bubble_fraction",
                   "comm_fraction", "step_comm_share", "recompute_overhead", "layout_efficiency",
                   "fitted_model_used", "matmul_time_factor", "train_days",
-                  "stretched_training_days", "deadline_end_at_approval", "deadline_end_p50",
+                  "stretched_training_days",
                   "total_cost", "dp_size", "memory_headroom_gb")
 MAX_GPUS = 1 << 20
 
@@ -274,6 +274,7 @@ class Evaluator:
         self._fast = None               # the specialised run: None until bound, False if none
         self.calls = 0
         self.lang = model.lang          # the language the search explains itself in
+        self._more: dict = {}           # names -> the plain function of those items (more())
 
     @property
     def run(self) -> Callable:
@@ -284,7 +285,17 @@ class Evaluator:
 
     def changed(self, **inputs) -> "Evaluator":
         """The same model and search at other input values (a batch, an accelerator)."""
-        return Evaluator(self.model, {**self.inputs, **inputs}, self.tables, self._run, self.memory_run)
+        out = Evaluator(self.model, {**self.inputs, **inputs}, self.tables, self._run, self.memory_run)
+        out._more = self._more
+        return out
+
+    def more(self, candidate: Candidate, gpu_count: int, names: tuple[str, ...]) -> Candidate:
+        """The candidate with items beyond RANKED_OUTPUTS (a date deadline's ends), by the plain
+        function compiled for them when first asked: the ranking never pays for them."""
+        if names not in self._more:
+            self._more[names] = self.model.dependents(set(SEARCH_ARGS), names)
+        values = self._more[names](self._environment(candidate.layout, gpu_count), self.tables)
+        return Candidate(candidate.layout, {**candidate.values, **{k: values[k] for k in names}})
 
     def _specialised(self):
         if self._fast is None:
