@@ -306,3 +306,19 @@ def test_a_seed_deadline_explains_its_count_consistently(catalog):
                                          "hardware.gpu_count": None, "hardware.deadline_days": 100})
     plan = plan_of(data, catalog)
     _consistent_source(plan.inputs["gpu_count"].source, days=100)
+
+
+def test_a_date_deadline_round_trips_through_the_workbook(catalog, tmp_path):
+    import yaml
+    from budget.inputs.importer import import_workbook
+    from budget.sheets.book import write_workbook
+    plan = plan_of(_llama405b(**{"schedule.deadline": "2027-08-31", "schedule.deadline_applies_to": "project_end"}),
+                   catalog)
+    path = tmp_path / "book.xlsx"
+    path.write_bytes(write_workbook(plan).data)
+    data = yaml.safe_load(import_workbook(path, catalog).text)
+    assert data["schedule"]["deadline"] == dt.date(2027, 8, 31)
+    assert data["schedule"]["deadline_applies_to"] == "project_end"
+    again = plan_of(data, catalog)
+    assert again.gpu_count == plan.gpu_count
+    assert again.values["deadline_end_at_approval"] == pytest.approx(plan.values["deadline_end_at_approval"])
