@@ -231,6 +231,13 @@ PLAIN_CASES.update({
 # Compare sheet's, recalculated in the package tests): every check passes in LibreOffice too.
 PLAIN_CASES["bundled-example"] = (SCENARIOS / "gpt3-175b-h100-searched.yaml", {"options": None})
 
+# Issue 27 item 1: "405B by June 30" written as a date: Llama 3.1 405B over 15T tokens on H100 (the
+# published run's storage, stack and memory), the GPU count and layout left to the planner, which
+# sizes training to end by 2027-06-30 at the approval percentile, the phases before it counted.
+PLAIN_CASES["deadline-date-405b-june-30"] = (SCENARIOS / "llama3.1-405b-h100.yaml", {
+    "stages": [], "parallelism": {}, "sources": {}, "hardware.gpu_count": None, "hardware.mfu": None,
+    "data.train_tokens": "15T", "schedule.start_date": "2027-01-04", "schedule.deadline": "2027-06-30"})
+
 # Live edits: (base case, {defined name: new cell value}, the same edit as scenario changes).
 EDIT_CASES = {
     # a reviewer switches the seed to in-memory checkpoints with a faster job start

@@ -90,8 +90,8 @@ REFUSALS = {
     "deadline-not-met": (
         _PLAIN.format(preset="llama3-8b", tokens="15T", batch="  global_batch_sequences: 1009\n",
                       count="deadline_days: 2"),
-        "error: {f}: hardware: no GPU count up to 1,048,576 trains within 2 days: the fastest of those "
-        "tried at each doubling, 8,072 GPUs, trains within 3.6 days with failures\n"
+        "error: {f}: hardware: no GPU count up to 1,048,576 trains within 2 days: the fastest of the 12 "
+        "counts that split the batch and fit, 8,072 GPUs, takes 3.6 days with failures\n"
         "  fix: set hardware.deadline_days to 3.6 or more (at 8,072 GPUs), or choose a faster "
         "accelerator (hardware.accelerator) or lower the interruptions that grow with the count "
         "(reliability.*)\n"),

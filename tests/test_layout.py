@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import re
 
 import pytest
@@ -312,7 +313,9 @@ def test_a_chinese_plan_explains_its_layout_and_count_in_chinese(catalog):
         assert CJK.search(sentence) and not _latin_words(sentence), sentence
     assert zh.inputs["tp_size"].source == fmt("plan.sources.search", "zh", fitting=result.fitting)
     assert zh.inputs["gpu_count"].source.startswith(
-        fmt("plan.sources.deadline", "zh", deadline=120, days=v["stretched_training_days"], below="\0").split("\0")[0])
+        fmt("plan.sources.deadline", "zh", deadline=120, below="\0",
+                days=fmt("layout.deadline_figure.days", "zh",
+                         days=math.floor(v["stretched_training_days"] * 10) / 10)).split("\0")[0])
 
 
 def test_a_pinned_layout_is_explained_in_the_plans_language(catalog):

@@ -499,8 +499,8 @@ DEADLINE = _scenario("llama3-8b", None, **{"data.train_tokens": "15T", "data.glo
 def test_a_deadline_no_count_meets_names_the_fastest_count(catalog):
     problem = _refusal(catalog, DEADLINE)
     assert problem.path == "hardware"
-    assert problem.message == ("no GPU count up to 1,048,576 trains within 2 days: the fastest of those "
-                               "tried at each doubling, 8,072 GPUs, trains within 3.6 days with failures")
+    assert problem.message == ("no GPU count up to 1,048,576 trains within 2 days: the fastest of the 12 "
+                               "counts that split the batch and fit, 8,072 GPUs, takes 3.6 days with failures")
     assert problem.fix.startswith("set hardware.deadline_days to 3.6 or more (at 8,072 GPUs)")
     plan = plan_of(with_changes(DEADLINE, {"hardware.deadline_days": 3.6}), catalog)
     assert plan.gpu_count == 8072 and plan.values["stretched_training_days"] <= 3.6

@@ -29,7 +29,8 @@ from .schema.hardware import (PRECISIONS, CatalogSection, HardwareSection, Memor
                               SizingSection, check_layout, check_precision, check_utilisation, precision_note)
 from .schema.model import ModelSection, resolve_shape
 from .schema.prices import EnergySection, OwnedSection, PricesSection
-from .schema.schedule import LLAMA3_INTERRUPTION_RATE, ReliabilitySection, ScheduleSection, StorageSection
+from .schema.schedule import (LLAMA3_INTERRUPTION_RATE, ReliabilitySection, ScheduleSection, StorageSection,
+                              check_deadlines)
 from .schema.staffing import StaffRole
 from .schema.training import DataSection, RunsSection, Stage, check_stages
 
@@ -106,6 +107,7 @@ class Scenario(Section):
         check_stages(self.stages, self.data, self.hardware, self.parallelism)
         check_calibration(self.calibration, self.parallelism, self.hardware, shape)
         check_utilisation(self.hardware)
+        check_deadlines(self)
         return self
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 
 from ..formula.expr import (ABS, AND, COLUMNS, COUNTA, DATE, IF, ISERROR, ISNUMBER, MAX, MIN, MOD, MONTH, NOT, OR, ROUND,
+                            ROUNDUP,
                             SUM, YEAR, Expr, Ref, lift)
 from .cost import COST_LINES, FX_FACTORS
 from .declare import Inputs
@@ -117,6 +118,12 @@ def _run_checks(b: ModelBuilder, i: Inputs) -> None:
     b.check("check_meets_deadline",
             OR(NOT(ISNUMBER(i.deadline_days)), r("stretched_training_days") <= i.deadline_days),
             detail=sentence(b, "check_meets_deadline", _gb(r("stretched_training_days")), i.deadline_days))
+    # issue 27: a deadline date, met when training (or the project) ends on it or before, at the
+    # approval percentile of the training days (Timeline sheet)
+    late = r("deadline_end_at_approval") - (i.deadline_date + 1)
+    b.check("check_meets_deadline_date", OR(NOT(ISNUMBER(i.deadline_date)), late < 0),
+            detail=sentence(b, "check_meets_deadline_date", i.approval_percentile, ROUNDUP(late, 1),
+                            ROUND(r("deadline_end_p50") - (i.deadline_date + 1), 1)))
     b.check("check_deadline_gpus", OR(NOT(ISNUMBER(i.deadline_days)), i.gpu_count >= r("deadline_gpus")),
             detail=sentence(b, "check_deadline_gpus", r("deadline_gpus"), i.gpu_count))
 

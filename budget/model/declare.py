@@ -38,6 +38,8 @@ CHECKPOINT_FORMATS = ("full", "no_fp32_master", "weights_only")
 # storage; waits only for the copy to host memory (PyTorch DCP async_save, MegaScale); or keeps
 # checkpoints in peers' memory and restarts from there (Gemini, SOSP'23; ByteCheckpoint)
 CHECKPOINT_MODES = ("synchronous", "asynchronous", "in_memory")
+# What a date deadline (schedule.deadline) is met by: the end of training or of the project
+DEADLINE_APPLIES_TO = ("training_end", "project_end")
 
 
 class Inputs(dict):

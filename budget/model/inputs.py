@@ -16,7 +16,7 @@ from .lineitems import ModelBuilder
 # its value at generation in a visible cell named gen_<name>.
 SEARCH_INPUTS = ("gpu_type", "model_layers", "hidden_size", "attention_heads", "seq_len",
                  "vocab_size", "params_override", "train_tokens", "global_batch_sequences",
-                 "deadline_days", "usable_memory_fraction", "weight_bytes_per_param",
+                 "deadline_days", "deadline_date", "deadline_applies_to", "usable_memory_fraction", "weight_bytes_per_param",
                  "grad_bytes_per_param", "optimizer_bytes_per_param", "flash_attention",
                  "activation_gb_override", "gpu_count",
                  # the shape's details the memory depends on (issue 12)

@@ -3,7 +3,7 @@ checkpointing, and the project's phases."""
 
 from __future__ import annotations
 
-from .declare import CHECKPOINT_FORMATS, CHECKPOINT_MODES, Declare
+from .declare import CHECKPOINT_FORMATS, CHECKPOINT_MODES, DEADLINE_APPLIES_TO, Declare
 
 
 def storage_and_schedule(d: Declare) -> None:
@@ -55,3 +55,7 @@ def timeline(d: Declare) -> None:
     add("scaling_gpus", "GPUs", kind="integer", minimum=0, path="schedule.scaling_gpus", codec="int")
     add("evaluation_weeks", "weeks", minimum=0, path="schedule.evaluation_weeks")
     add("deployment_weeks", "weeks", minimum=0, path="schedule.deployment_weeks")
+    # issue 27: the deadline as a date, and whether training or the project must end by it
+    add("deadline_date", "date", kind="date", optional=True, path="schedule.deadline", codec="date")
+    add("deadline_applies_to", "mode", kind="choice", choices=DEADLINE_APPLIES_TO,
+        path="schedule.deadline_applies_to", codec="text")

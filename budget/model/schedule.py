@@ -4,7 +4,8 @@ the project's timeline."""
 
 from __future__ import annotations
 
-from ..formula.expr import AND, EXP, IF, ISNUMBER, MAX, MIN, ROUNDUP, SQRT, SUM, At, Ref, UpTo
+from ..formula.expr import (ABS, AND, EXP, IF, ISNUMBER, LN, MAX, MIN, NORMSINV, ROUNDUP, SQRT, SUM, At, Expr, Ref,
+                            UpTo)
 from .declare import MATURITIES, Inputs, choose
 from .lineitems import ModelBuilder
 from .stages import per_row, stage_figures
@@ -143,3 +144,38 @@ def timeline(b: ModelBuilder, i: Inputs) -> None:
     days = b.item("project_days", "days", previous - i.start_date)
     b.item("project_weeks", "weeks", days / 7)
     b.item("project_months", "months", days * 12 / 365)
+    deadline_dates(b, i)
+
+
+def _log_parts(low: Expr, high: Expr, z: Expr) -> tuple[Expr, Expr]:
+    """A what-if's effect on the log of the training days, from the ratios its low and high give
+    them: the mean and the spread (as budget/plan/sensitivity.py's, over ratios to the plan's)."""
+    positive = AND(low > 0, high > 0)
+    return (IF(positive, (LN(low) + LN(high)) / 2, 0), IF(positive, ABS(LN(high) - LN(low)) / 2 / z, 0))
+
+
+def deadline_dates(b: ModelBuilder, i: Inputs) -> None:
+    """Issue 27: when training (or the project) ends at the approval percentile of the training
+    days, and at P50, for a deadline given as a date (schedule.deadline).
+
+    The training days move with two of the Sensitivity sheet's uncertain inputs: the step-time
+    model error (the days × the factor; × the MFU where the MFU would pass 100%) and the tokens
+    (the days × the factor); the others leave them as they are. Their range is the Sensitivity
+    sheet's lognormal (its train_days_p10/_p50/_p90) at the approval percentile. The phases before
+    training, the queue, setup and transfer are held; the training days, their failures, rollbacks
+    and allowance scale with them."""
+    r = Ref
+    z = NORMSINV(i.p90_probability)
+    error = _log_parts(MAX(i.unc_model_error_low, r("calibrated_mfu")),
+                       MAX(i.unc_model_error_high, r("calibrated_mfu")), z)
+    tokens = _log_parts(i.unc_train_tokens_low, i.unc_train_tokens_high, z)
+    mean, spread = error[0] + tokens[0], SQRT(error[1] * error[1] + tokens[1] * tokens[1])
+    days = r("train_days")
+    at_approval = b.item("train_days_at_approval", "days",
+                         days * EXP(mean + NORMSINV(i.approval_percentile / 100) * spread))
+    at_median = b.item("train_days_at_median", "days", days * EXP(mean))
+    point = b.item("deadline_end", "date",
+                   IF(i.deadline_applies_to.eq("project_end"), r("project_end"), r("training_end")))
+    scaled = r("stretched_training_days") + r("rollback_days") + r("card_allowance_days")
+    b.item("deadline_end_at_approval", "date", point + scaled * (at_approval / days - 1))
+    b.item("deadline_end_p50", "date", point + scaled * (at_median / days - 1))

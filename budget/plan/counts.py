@@ -9,93 +9,173 @@ import math
 from bisect import bisect_left
 from dataclasses import dataclass, replace
 
+from typing import Mapping
+
+from ..core.dates import from_serial
 from ..core.errors import Msg
-from ..core.i18n import DEFAULT_LANG, fmt, text
+from ..core.i18n import fmt, text
 from .layout import MAX_GPUS, Evaluator, NoLayoutFits, SearchResult, Space, search, splits
 
 
-def smallest_count_for_deadline(evaluate: Evaluator, space: Space, deadline_days: float,
-                                start_gpus: int) -> tuple[SearchResult, str]:
-    """The smallest whole-node GPU count whose best layout trains within `deadline_days`.
+# what a date deadline reads of a count's best layout (the model's Timeline items)
+DATE_FIGURES = ("deadline_end_at_approval", "deadline_end_p50")
 
-    Only counts that can be split (TP × PP × DP, DP dividing the batch) are candidates. Best
-    training days fall roughly as 1/GPUs but not strictly (bubbles grow as DP shrinks the
-    micro-batches), so: bisect over the candidate counts, then look a few counts below the
-    answer for a smaller one that also meets the deadline.
-    """
+
+@dataclass(frozen=True)
+class Deadline:
+    """What a deadline-sized count must meet: training days with failures (hardware.deadline_days),
+    or a date (schedule.deadline, as a serial) by whose end the training (or the project) ends at
+    the approval percentile of the training days (the model's deadline_end_at_approval)."""
+    days: float | None = None
+    date: float | None = None
+    percentile: float = 80.0
+
+    def figure(self, values: Mapping) -> float | None:
+        """The figure held to the deadline: the training days with failures, or the end's serial;
+        None where the run never ends (interruptions come faster than each one costs)."""
+        days = values["stretched_training_days"]
+        if not days > 0:
+            return None
+        return days if self.date is None else values["deadline_end_at_approval"]
+
+    def meets(self, values: Mapping) -> bool:
+        figure = self.figure(values)
+        if figure is None:
+            return False
+        # the deadline is on the calendar: failures and spot preemptions count against it; a date
+        # is met by an end anywhere in its day
+        return figure <= self.days * (1 + 1e-12) if self.date is None else figure < self.date + 1
+
+    def shown(self, values: Mapping, lang: str) -> str:
+        """The figure as a message states it, rounded the way the verdict goes: a count that
+        meets shows at most the deadline, one that does not shows more (days to the tenth, up or
+        down; a date is the day the end falls in)."""
+        figure = self.figure(values)
+        if self.date is not None:
+            return fmt("layout.deadline_figure.date", lang, date=from_serial(figure).isoformat(),
+                       percentile=self.percentile)
+        tenth = math.floor(figure * 10) / 10 if self.meets(values) else math.ceil(figure * 10) / 10
+        return fmt("layout.deadline_figure.days", lang, days=tenth)
+
+
+def smallest_count_for_deadline(evaluate: Evaluator, space: Space, deadline: Deadline,
+                                start_gpus: int) -> tuple[SearchResult, str]:
+    """The smallest whole-node GPU count whose best layout meets `deadline`, with why the counts
+    below it do not.
+
+    Only counts that split the batch (TP × PP × CP × DP, DP dividing the batch) are candidates;
+    `start_gpus` is a lower bound (no smaller count can meet it). Days do not fall steadily as GPUs
+    rise (a count whose DP splits the batch fewer ways, or needs another layout, trains slower
+    than a smaller one; failures grow with the count), so nothing is bisected: bracket first
+    (the counts at each doubling from the first, then the largest) until one meets, then scan
+    every count that splits the batch from the first up to it and take the first that meets.
+    When no probe meets, every count is scanned before the deadline is refused."""
     counts = [n for n in space.split_counts() if n >= start_gpus]
+    if not counts:      # the batch, not the deadline: no count from the start splits it
+        raise NoLayoutFits(Msg("layout.none_fits.no_count", start=start_gpus))
     cache: dict[int, SearchResult | None] = {}
 
     def at(i: int) -> SearchResult | None:
         if i not in cache:
-            try:
-                cache[i] = search(evaluate, space, counts[i])
-            except NoLayoutFits:
-                cache[i] = None
+            cache[i] = _at_count(evaluate, space, counts[i], deadline)
         return cache[i]
 
     def meets(i: int) -> bool:
         result = at(i)
-        # the deadline is on the calendar: failures and spot preemptions count against it (and
-        # where interruptions come faster than each one costs, the run never ends: no days at all)
-        return (result is not None
-                and 0 < result.best.values["stretched_training_days"] <= deadline_days * (1 + 1e-12))
+        return result is not None and deadline.meets(result.best.values)
 
-    if not counts:      # the batch, not the deadline: no count from the start splits it
-        raise NoLayoutFits(Msg("layout.none_fits.no_count", start=start_gpus))
-    lo, hi = 0, len(counts) - 1
-    if not meets(hi):
-        # Failures grow with the count, so the largest counts may be slower (or never end):
-        # probe the counts at each doubling from the first, bisect below the first that meets.
-        probes = sorted({bisect_left(counts, counts[0] << k) for k in range(64) if counts[0] << k <= counts[-1]})
-        hit = next((n for n, i in enumerate(probes) if meets(i)), None)
-        if hit is None:
-            raise NoLayoutFits(_fastest(evaluate, space, deadline_days))
-        lo, hi = (probes[hit - 1] + 1 if hit else 0), probes[hit]
-    while lo < hi:
-        mid = (lo + hi) // 2
-        if meets(mid):
-            hi = mid
-        else:
-            lo = mid + 1
-    for i in range(max(0, hi - 8), hi):
+    hit, i = None, 0
+    while hit is None and i < len(counts):     # the bracket: each doubling, then the largest
         if meets(i):
-            hi = i
+            hit = i
+        elif i == len(counts) - 1:
             break
-    return at(hi), _next_smaller(counts, hi, at, evaluate.lang)
+        else:
+            i = max(i + 1, min(bisect_left(counts, 2 * counts[i]), len(counts) - 1))
+    scan = range(hit + 1) if hit is not None else range(len(counts))
+    answer = next((k for k in scan if meets(k)), None)
+    if answer is None:
+        # the fastest of every count that splits the batch, those below the bound too: a deadline
+        # that can be met
+        below = [n for n in space.split_counts() if n < start_gpus]
+        results = [_at_count(evaluate, space, n, deadline) for n in below] + [at(k) for k in range(len(counts))]
+        raise NoLayoutFits(_fastest(below + counts, results, deadline))
+    return at(answer), _why_not_smaller(evaluate, space, counts, answer, at, deadline, start_gpus)
 
 
-def _fastest(evaluate: Evaluator, space: Space, deadline_days: float) -> Msg:
-    """Why no count meets the deadline, with the fastest of the counts that split the batch at
-    each doubling from the smallest (and the largest): a deadline that can be met."""
-    counts = space.split_counts()
-    probes = {counts[bisect_left(counts, counts[0] << k)] for k in range(64) if counts[0] << k <= counts[-1]}
-    tried, fit = [], False
-    for n in sorted(probes | {counts[-1]}):
-        result = fits_at(evaluate, space, n)
-        fit = fit or result is not None
-        days = result.best.values["stretched_training_days"] if result is not None else 0
-        if days > 0:
-            tried.append((days, n))
-    if not fit:     # memory, not time: no layout fits at any of them
+def _at_count(evaluate: Evaluator, space: Space, gpu_count: int, deadline: Deadline) -> SearchResult | None:
+    """The search's result at `gpu_count` (None where no layout fits), its best layout with the
+    deadline's figures."""
+    try:
+        result = search(evaluate, space, gpu_count)
+    except NoLayoutFits:
+        return None
+    if deadline.date is None:
+        return result
+    best = evaluate.more(result.best, gpu_count, DATE_FIGURES)
+    return replace(result, ranked=(best, *result.ranked[1:]))
+
+
+def _fastest(counts: list[int], results: list, deadline: Deadline) -> Msg:
+    """Why no count meets the deadline (every count that splits the batch was searched), with
+    the fastest of them: a deadline that can be met."""
+    tried = [(deadline.figure(r.best.values), n, r) for n, r in zip(counts, results) if r is not None]
+    if not tried:     # memory, not time: no layout fits at any of them
         return Msg("layout.none_fits.deadline_no_fit", start=counts[0], largest=counts[-1])
-    if not tried:
-        return Msg("layout.none_fits.deadline", max_gpus=MAX_GPUS, deadline=deadline_days)
-    days, gpus = min(tried)
+    ending = [t for t in tried if t[0] is not None]
+    if deadline.date is not None:
+        figures = {"deadline": from_serial(deadline.date).isoformat(), "percentile": deadline.percentile,
+                   "max_gpus": MAX_GPUS}
+        if not ending:
+            return Msg("layout.none_fits.deadline_date", **figures)
+        end, gpus, _ = min(ending, key=lambda t: (t[0], t[1]))
+        return Msg("layout.none_fits.deadline_date_fastest", **figures, gpus=gpus, tried=len(tried),
+                   date=from_serial(end).isoformat())
+    if not ending:
+        return Msg("layout.none_fits.deadline", max_gpus=MAX_GPUS, deadline=deadline.days)
+    days, gpus, _ = min(ending, key=lambda t: (t[0], t[1]))
     # rounded up to the tenth the message shows: a deadline of that many days is met
-    return Msg("layout.none_fits.deadline_fastest", max_gpus=MAX_GPUS, deadline=deadline_days, gpus=gpus,
-               days=math.ceil(days * 10) / 10)
+    return Msg("layout.none_fits.deadline_fastest", max_gpus=MAX_GPUS, deadline=deadline.days, gpus=gpus,
+               tried=len(tried), days=math.ceil(days * 10) / 10)
 
 
-def _next_smaller(counts: list[int], i: int, at, lang: str = DEFAULT_LANG) -> str:
-    """Why the count below the answer was not enough, in words."""
+def _why_not_smaller(evaluate: Evaluator, space: Space, counts: list[int], i: int, at, deadline: Deadline,
+                     start_gpus: int) -> str:
+    """Why the counts below the answer were not enough, in words: the next smaller count that
+    splits the batch, a smaller count that trains faster than a larger one, the whole-node counts
+    between that do not split the batch."""
+    lang = evaluate.lang
+    node = space.gpus_per_node
     if i == 0:
-        return text("layout.next_smaller.none", lang)
+        if not (start_gpus > node and space.split_counts(counts[0] - 1)):
+            return text("layout.next_smaller.none", lang)
+        parts = [fmt("layout.next_smaller.below_bound", lang, start=start_gpus)]
+        if counts[0] - start_gpus >= node:
+            parts.append(fmt("layout.next_smaller.no_split", lang, below=start_gpus, gpu_count=counts[0]))
+        return fmt("layout.next_smaller.join", lang).join(parts)
     below = at(i - 1)
     if below is None:
-        return fmt("layout.next_smaller.no_fit", lang, gpu_count=counts[i - 1])
-    return fmt("layout.next_smaller.too_slow", lang, gpu_count=counts[i - 1],
-               days=below.best.values["stretched_training_days"])
+        parts = [fmt("layout.next_smaller.no_fit", lang, gpu_count=counts[i - 1])]
+    else:
+        parts = [fmt("layout.next_smaller.too_slow", lang, gpu_count=counts[i - 1],
+                     figure=deadline.shown(below.best.values, lang))]
+    if counts[i] - counts[i - 1] > node:
+        parts.append(fmt("layout.next_smaller.no_split", lang, below=counts[i - 1], gpu_count=counts[i]))
+    # the largest count below the answer that a smaller count beats, and the fastest below it
+    ended = [(k, deadline.figure(at(k).best.values)) for k in range(i) if at(k) is not None]
+    ended = [(k, f) for k, f in ended if f is not None]
+    for k, figure in reversed(ended):
+        faster = [(f, j) for j, f in ended if j < k and f < figure]
+        if faster:
+            _, j = min(faster)
+            slow, fast = at(k).best, at(j).best
+            parts.append(fmt("layout.next_smaller.slower", lang, slower=counts[k], faster=counts[j],
+                             slow_figure=deadline.shown(slow.values, lang),
+                             fast_figure=deadline.shown(fast.values, lang),
+                             slow_layout=slow.layout.describe(slow.values["dp_size"], lang),
+                             fast_layout=fast.layout.describe(fast.values["dp_size"], lang)))
+            break
+    return fmt("layout.next_smaller.join", lang).join(parts)
 
 
 def first_count_that_fits(evaluate: Evaluator, space: Space, start_gpus: int, limit: int = 256) -> SearchResult:

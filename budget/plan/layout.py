@@ -274,6 +274,7 @@ class Evaluator:
         self._fast = None               # the specialised run: None until bound, False if none
         self.calls = 0
         self.lang = model.lang          # the language the search explains itself in
+        self._more: dict = {}           # names -> the plain function of those items (more())
 
     @property
     def run(self) -> Callable:
@@ -284,7 +285,17 @@ class Evaluator:
 
     def changed(self, **inputs) -> "Evaluator":
         """The same model and search at other input values (a batch, an accelerator)."""
-        return Evaluator(self.model, {**self.inputs, **inputs}, self.tables, self._run, self.memory_run)
+        out = Evaluator(self.model, {**self.inputs, **inputs}, self.tables, self._run, self.memory_run)
+        out._more = self._more
+        return out
+
+    def more(self, candidate: Candidate, gpu_count: int, names: tuple[str, ...]) -> Candidate:
+        """The candidate with items beyond RANKED_OUTPUTS (a date deadline's ends), by the plain
+        function compiled for them when first asked: the ranking never pays for them."""
+        if names not in self._more:
+            self._more[names] = self.model.dependents(set(SEARCH_ARGS), names)
+        values = self._more[names](self._environment(candidate.layout, gpu_count), self.tables)
+        return Candidate(candidate.layout, {**candidate.values, **{k: values[k] for k in names}})
 
     def _specialised(self):
         if self._fast is None:

@@ -3,18 +3,21 @@ search chooses there, with what the Parallelism sheet shows of how they were dec
 
 from __future__ import annotations
 
+import math
+
 from dataclasses import dataclass, replace
 from typing import Mapping
 
+from ..core.dates import excel_serial, from_serial
 from ..core.errors import Msg, Problem as _Problem
-from ..core.i18n import fmt
+from ..core.i18n import fmt, text
 from ..inputs.bind import InputValue
 from ..inputs.catalog import Catalog
 from ..inputs.scenario import Scenario, resolved_shape
 from ..model.model import build_model
 from .layout import (LAYOUT_INPUTS, Candidate, Evaluator, Layout, NoLayoutFits, SearchResult, Space, layout_domains,
                      search)
-from .counts import first_count_that_fits, smallest_count_for_deadline
+from .counts import Deadline, first_count_that_fits, smallest_count_for_deadline
 
 
 @dataclass(frozen=True)
@@ -104,12 +107,19 @@ def _choose_count_and_layout(s: Scenario, evaluate: Evaluator, space: Space):
     if given:
         mode, result = "fixed", search(evaluate, space, given)
         count_source = None
-    elif s.hardware.deadline_days:
+    elif deadline_of(s, evaluate.base) is not None:
         mode = "deadline"
-        start = max(evaluate.base["min_gpus_for_memory"], ideal_gpus(evaluate.base, s.hardware.deadline_days))
-        result, below = smallest_count_for_deadline(evaluate, space, s.hardware.deadline_days, int(start))
-        count_source = fmt("plan.sources.deadline", lang, deadline=s.hardware.deadline_days,
-                           days=result.best.values["stretched_training_days"], below=below)
+        deadline = deadline_of(s, evaluate.base)
+        result, below = smallest_count_for_deadline(evaluate, space, deadline, deadline_start(evaluate.base, deadline))
+        v = result.best.values
+        if deadline.date is None:
+            count_source = fmt("plan.sources.deadline", lang, deadline=deadline.days,
+                               days=deadline.shown(v, lang), below=below)
+        else:
+            count_source = fmt("plan.sources.deadline_date", lang, deadline=from_serial(deadline.date).isoformat(),
+                               applies=text(f"plan.sources.deadline_applies.{s.schedule.deadline_applies_to}", lang),
+                               end=deadline.shown(v, lang), p50=from_serial(v["deadline_end_p50"]).isoformat(),
+                               below=below)
     else:
         mode = "memory-first"
         start = int(evaluate.base["memory_first_gpus"])
@@ -156,6 +166,35 @@ def _interleaved_choice(s: Scenario, model, inputs, pins, base: dict, lookups: M
 
 def _cell(value):
     return value if isinstance(value, str) else float(value)
+
+
+def deadline_of(s: Scenario, base: Mapping) -> Deadline | None:
+    """The scenario's deadline for the sizing: training days, or a date; None when it has none."""
+    if s.hardware.deadline_days:
+        return Deadline(days=s.hardware.deadline_days)
+    if s.schedule.deadline is not None:
+        return Deadline(date=excel_serial(s.schedule.deadline), percentile=base["approval_percentile"])
+    return None
+
+
+def deadline_start(base: Mapping, deadline: Deadline) -> int:
+    """A count below which no count can meet the deadline: the memory's, and the GPUs the days it
+    leaves would need if the layout lost nothing (ideal_gpus). A date leaves the days from the end
+    of what comes before training at any count (the phases, queue, setup and transfer; with
+    project_end, evaluation and deployment after it) to the end of the deadline's day, and the
+    training days at the approval percentile are at least their point × √(each uncertain
+    factor's low × high) that moves them (a percentile of 50 or more; the model error's at least its factor)."""
+    memory = base["min_gpus_for_memory"]
+    if deadline.date is None:
+        return int(max(memory, ideal_gpus(base, deadline.days)))
+    scaled = base["stretched_training_days"] + base["rollback_days"] + base["card_allowance_days"]
+    fixed = base["deadline_end"] - scaled
+    factor = math.sqrt(max(0.0, base["unc_model_error_low"] * base["unc_model_error_high"]
+                           * base["unc_train_tokens_low"] * base["unc_train_tokens_high"]))
+    left = deadline.date + 1 - fixed
+    if not (left > 0 and factor > 0):
+        return int(memory)      # the search finds no count meets it, and says so
+    return int(max(memory, ideal_gpus(base, left / factor)))
 
 
 def ideal_gpus(base: Mapping, deadline_days: float) -> int:

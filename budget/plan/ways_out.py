@@ -17,7 +17,7 @@ from .layout import Evaluator, NoLayoutFits, SearchResult, Space
 from .counts import (first_count_that_fits, fits_at, nearest_batches, nearest_counts, smallest_count_for_deadline,
                      smallest_count_that_fits)
 from .guardrails import MAX_PROJECT_DAYS
-from .sizing import ideal_gpus, search_setup
+from .sizing import deadline_of, deadline_start, search_setup
 
 
 def no_layout_problem(s: Scenario, why: Msg, ways: Msg | None = None):
@@ -38,6 +38,8 @@ def refusal_fix(s: Scenario, catalog: Catalog, inputs: Mapping[str, InputValue],
     key = why.key
     if key == "layout.none_fits.deadline_fastest":
         return Msg("plan.problems.no_layout_for_deadline.fix_fastest", **why.figures)
+    if key == "layout.none_fits.deadline_date_fastest":
+        return Msg("plan.problems.no_layout_for_deadline.fix_fastest_date", **why.figures)
     if key == "layout.none_fits.no_count":
         return Msg("plan.problems.no_split_at_count.fix")
     _model, pins, _base, evaluate, space = search_setup(s, catalog, inputs, lookups)
@@ -57,9 +59,9 @@ def _lever_result(s: Scenario, evaluate: Evaluator, space: Space) -> SearchResul
     try:
         if s.hardware.gpu_count:
             return fits_at(evaluate, space, s.hardware.gpu_count)
-        if s.hardware.deadline_days:
-            start = max(evaluate.base["min_gpus_for_memory"], ideal_gpus(evaluate.base, s.hardware.deadline_days))
-            return smallest_count_for_deadline(evaluate, space, s.hardware.deadline_days, int(start))[0]
+        deadline = deadline_of(s, evaluate.base)
+        if deadline is not None:
+            return smallest_count_for_deadline(evaluate, space, deadline, deadline_start(evaluate.base, deadline))[0]
         return first_count_that_fits(evaluate, space, int(evaluate.base["memory_first_gpus"]), WAYS_OUT_COUNTS)
     except NoLayoutFits:
         return None

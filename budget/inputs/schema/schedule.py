@@ -7,7 +7,11 @@ from __future__ import annotations
 import datetime as dt
 from typing import Literal
 
-from .base import Bandwidth, Days, Gigabytes, Minutes, Months, Section, StartDate, Weeks, number, whole
+from pydantic import field_validator
+
+from ...core.errors import Msg, rule_error
+from .base import (EARLIEST_START, LATEST_START, Bandwidth, Days, Gigabytes, Minutes, Months, Section, StartDate,
+                   Weeks, number, whole)
 
 
 class StorageSection(Section):
@@ -39,6 +43,28 @@ class ScheduleSection(Section):
     scaling_gpus: whole(ge=0, le=10_000_000) = 128
     evaluation_weeks: Weeks = 2.0
     deployment_weeks: Weeks = 2.0
+    # issue 27: a deadline on the calendar, met by the end of the training phase (queue, setup and
+    # transfer included) or of the project, at the approval percentile of the training days; the
+    # phases before training count against it (hardware.deadline_days counts training days only)
+    deadline: dt.date | None = None
+    deadline_applies_to: Literal["training_end", "project_end"] = "training_end"
+
+    @field_validator("deadline")
+    @classmethod
+    def _plausible_deadline(cls, value):
+        if value is not None and not EARLIEST_START <= value <= LATEST_START:
+            dates = {"earliest": EARLIEST_START.isoformat(), "latest": LATEST_START.isoformat()}
+            raise rule_error(Msg("errors.scenario.deadline_date.message", date=value.isoformat(), **dates),
+                             Msg("errors.scenario.deadline_date.fix", **dates))
+        return value
+
+
+def check_deadlines(s) -> None:
+    """One deadline: hardware.deadline_days (training days) or schedule.deadline (a date), not both."""
+    if s.hardware.deadline_days is not None and s.schedule.deadline is not None:
+        raise rule_error(Msg("errors.scenario.two_deadlines.message", days=s.hardware.deadline_days,
+                             date=s.schedule.deadline.isoformat()),
+                         Msg("errors.scenario.two_deadlines.fix"), "schedule.deadline")
 
 
 # Llama 3 405B: 419 unexpected interruptions in 54 days on 16,384 H100 (Llama Team 2024, 3.3.4)
