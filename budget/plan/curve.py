@@ -52,6 +52,8 @@ DOUBLING = (1.5, 2.5)  # a point stands for "twice the GPUs" between these multi
 KEYS = ("dp_size", "memory_per_gpu_gb", "check_memory_fits", "train_days", "stretched_training_days", "total_cost")
 DAYS = "stretched_training_days"          # the curve's days: what the deadline is held to
 POINT_INPUTS = ("gpu_count", *LAYOUT_INPUTS)
+# What evaluating the model at an extreme count may raise (the plan's own count was computed)
+POINT_ERRORS = (ArithmeticError, ValueError, TypeError, OverflowError)
 
 
 @dataclass(frozen=True)
@@ -146,7 +148,10 @@ def plan_curve(s, catalog, model: Model, inputs: Mapping[str, InputValue], pins:
             layout = plan_layout
             if count % (layout.tp * layout.pp * layout.cp):
                 continue
-        got = rerun({**env, **layout.as_inputs(), "gpu_count": float(count)}, lookups)
+        try:
+            got = rerun({**env, **layout.as_inputs(), "gpu_count": float(count)}, lookups)
+        except POINT_ERRORS:         # a count the model cannot compute (the plan's own was computed)
+            continue
         if count != plan_count and not _finite(got):
             continue
         point_values = {name: got[name] for name in (*POINT_INPUTS, *items)}
@@ -179,6 +184,8 @@ def _searched(evaluate, held, space, count: int) -> Layout | None:
             return search(evaluate, where, count, keep=1).best.layout
         except NoLayoutFits:
             continue
+        except POINT_ERRORS:         # a count the model cannot compute is left out
+            return None
     return None
 
 
