@@ -60,6 +60,7 @@ def parser(lang: str = DEFAULT_LANG) -> argparse.ArgumentParser:
                    help=_help("cli.args.output_dir", lang))
     p.add_argument("-q", "--quiet", action="store_true", help=_help("cli.args.quiet", lang))
     p.add_argument("-f", "--force", action="store_true", help=_help("cli.args.force", lang))
+    p.add_argument("--curve", action="store_true", help=_help("cli.args.curve", lang))
     add_lang_argument(p, lang)
     p.add_argument("--version", action="version", version=f"trainbudget {__version__}")  # i18n: not text
     return p
@@ -257,7 +258,7 @@ def main(argv: list[str] | None = None) -> int:
     # private temporary folder as it is made, so a sweep holds no scenario's files in memory.
     with (tempfile.TemporaryDirectory(prefix="trainbudget-spool-") if len(paths) > 1
           else contextlib.nullcontext()) as spool, fewer_collections():
-        built = build_all(paths, catalog, args.lang, Path(spool) if spool else None)
+        built = build_all(paths, catalog, args.lang, Path(spool) if spool else None, args.curve)
         try:
             raise_first_failure(built, paths, catalog, args.lang)
         except InputError as err:
@@ -293,9 +294,10 @@ class Built:
     failed: str | None = None
 
 
-def build_one(path: Path, catalog, lang: str | None, spool: Path | None = None) -> Built:
+def build_one(path: Path, catalog, lang: str | None, spool: Path | None = None, curve: bool = False) -> Built:
     """Plan and render one scenario; with `spool`, its files go there and are read back only
-    when written into the output folder."""
+    when written into the output folder; with `curve`, its lines end with the days-against-GPUs
+    curve (--curve)."""
     from ..plan.options import plan_file
     try:
         plan = plan_file(path, catalog, lang)
@@ -314,14 +316,35 @@ def build_one(path: Path, catalog, lang: str | None, spool: Path | None = None) 
         lines.append(fmt("cli.layout", plan.lang, explanation=plan.layout.explanation))
     for title, option in plan.options:
         lines.append(terminal_safe(fmt("cli.option", plan.lang, option=title, summary=_summary(option, base=plan))))
+    if curve:
+        lines += curve_lines(plan)
     return Built(plan.lang, outputs, warnings, lines)
+
+
+def curve_lines(plan) -> list[str]:
+    """The days-against-GPUs curve as the reports give it: its sentences, then one line per point."""
+    from ..render.report import curve_context
+    from ..render.words import Words
+
+    words = Words(plan.lang)
+    shown = curve_context(plan, words)
+    if shown is None:
+        return []
+    lines = [fmt("cli.curve.sentence", plan.lang, text=s) for s in shown["sentences"]]
+    if shown["points"]:
+        lines.append(fmt("cli.curve.row", plan.lang, **{k: words(f"report.curve.columns.{k}")
+                                                         for k in ("gpus", "layout", "days", "total", "marks")}))
+    for p in shown["points"]:
+        lines.append(fmt("cli.curve.row", plan.lang, gpus=p["gpus"], layout=p["layout"], days=p["days"],
+                         total=p["total"], marks=p["marks"]))
+    return [terminal_safe(line) for line in lines]
 
 
 _POOL_JOB: dict = {}     # the catalog, language and spool a forked worker inherits
 
 
 def _build_in_worker(path: Path) -> Built:
-    return build_one(path, _POOL_JOB["catalog"], _POOL_JOB["lang"], _POOL_JOB["spool"])
+    return build_one(path, _POOL_JOB["catalog"], _POOL_JOB["lang"], _POOL_JOB["spool"], _POOL_JOB["curve"])
 
 
 def workers(count: int) -> int:
@@ -338,16 +361,16 @@ def workers(count: int) -> int:
     return max(1, min(cores, count))
 
 
-def build_all(paths: list[Path], catalog, lang: str | None, spool: Path | None) -> list[Built]:
+def build_all(paths: list[Path], catalog, lang: str | None, spool: Path | None, curve: bool = False) -> list[Built]:
     """Every scenario built, in the order given (the pool's order is the input's, so outputs
     and messages are the same as one process gives)."""
     n = workers(len(paths))
     if n == 1:
-        return [build_one(p, catalog, lang, spool) for p in paths]
+        return [build_one(p, catalog, lang, spool, curve) for p in paths]
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor
 
-    _POOL_JOB.update(catalog=catalog, lang=lang, spool=spool)
+    _POOL_JOB.update(catalog=catalog, lang=lang, spool=spool, curve=curve)
     try:
         with ProcessPoolExecutor(n, mp_context=multiprocessing.get_context("fork")) as pool:
             return list(pool.map(_build_in_worker, paths))

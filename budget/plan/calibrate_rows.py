@@ -143,7 +143,7 @@ def fit_rows(catalog: Catalog | None = None, rows: Iterable[Mapping] | None = No
             continue
         try:
             plan = build_plan(parse_scenario(row_scenario(row, catalog), f"{row['id']}.yaml", catalog),
-                              catalog, row["id"])
+                              catalog, row["id"], curve=False)
         except ScenarioError as e:
             left.append((row["id"], str(e).splitlines()[0]))
             continue
@@ -226,7 +226,7 @@ def full_runs(catalog: Catalog | None = None) -> list[FullRun]:
             data = {"name": run["model"], "prices": {"per_gpu_hour": 1.0}, **run["scenario"]}
         data = _with_changes(data, run.get("changes") or {})
         data.pop("sources", None)
-        v = build_plan(parse_scenario(data, f"{run['id']}.yaml", catalog), catalog, run["id"]).values
+        v = build_plan(parse_scenario(data, f"{run['id']}.yaml", catalog), catalog, run["id"], curve=False).values
         out.append(FullRun(run["id"], run["kind"], run["maturity"], float(run["published_gpu_hours"]),
                            v["gpu_hours"], v["stretched_training_days"] / v["train_days"],
                            v["rollback_days"] / v["train_days"]))

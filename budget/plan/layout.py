@@ -266,9 +266,11 @@ class Evaluator:
     specialised one cannot (and then raises what it raises)."""
 
     def __init__(self, model: Model, inputs: Mapping[str, object], tables: Mapping,
-                 run: Callable | None = None, memory_run: Callable | None = None):
+                 run: Callable | None = None, memory_run: Callable | None = None,
+                 base: Mapping[str, object] | None = None):
         self.model, self.inputs, self.tables = model, dict(inputs), tables
-        self.base = model.evaluate(inputs, tables)
+        # `base`: the model already evaluated over `inputs` (a plan's values), not evaluated again
+        self.base = model.evaluate(inputs, tables) if base is None else dict(base)
         self._run = run
         self.memory_run = memory_run    # the memory check alone, compiled when first asked
         self._fast = None               # the specialised run: None until bound, False if none

@@ -34,7 +34,8 @@ def build_option_plans(source: dict | Scenario | str | Path, catalog: Catalog,
     plans = []
     for i, (name, s) in enumerate(scenarios):
         try:
-            plans.append((name, build_plan(s, catalog, scenario_id=sid, scenario_file=file)))
+            plans.append((name, build_plan(s, catalog, scenario_id=sid, scenario_file=file,
+                                                 curve=i == 0)))
         except InputError as err:   # a problem only the planner sees: name the option it is in
             problems = err.problems if i == 0 else _prefixed(f"options[{i - 1}]", err.problems)
             raise type(err)(path if path is not None else err.file, problems, err.lang or s.language) from None

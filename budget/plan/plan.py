@@ -24,6 +24,7 @@ from ..model.model import (ACCELERATOR_TABLE, ACTIVATION_TABLE, ARCHITECTURE_TAB
 from .guardrails import INERT_SETTINGS, check_displayable, evaluate_or_refuse, failing, inert_settings, plan_warnings
 from .layout import LAYOUT_INPUTS, NoLayoutFits
 from .sizing import LayoutChoice, StagesNeedLayout, size_and_lay_out
+from .curve import Curve, plan_curve
 from .tables import TableData, accelerator_table, activation_table, architecture_table
 from .ways_out import memory_fix, no_layout_problem, refusal_fix
 
@@ -56,6 +57,7 @@ class Plan:
     # a failing check's fix written for this plan at generation (issue 25: the memory check's
     # lists the levers that bring the layout under the usable memory, each with its figures)
     fixes: Mapping[str, Msg] = field(default_factory=lambda: MappingProxyType({}))
+    curve: Curve | None = None              # the days-against-GPUs curve (None: not asked for)
 
     def fix_of(self, item) -> str:
         """A check's or warning's fix: the plan's own where generation wrote one, else the model's."""
@@ -125,8 +127,10 @@ def resolve_inputs(s: Scenario, catalog: Catalog, scenario_file: str = "scenario
 
 
 def build_plan(s: Scenario, catalog: Catalog, scenario_id: str = "scenario",
-               scenario_file: str | None = None) -> Plan:
-    """bind → tables → size and lay out → evaluate; the Plan carries the model it was built from."""
+               scenario_file: str | None = None, curve: bool = True) -> Plan:
+    """bind → tables → size and lay out → evaluate; the Plan carries the model it was built from
+    (and, with `curve`, the days-against-GPUs curve: an option's plan or a calibration row's
+    needs none)."""
     file = scenario_file or f"{scenario_id}.yaml"
     catalog = catalog.with_accelerators(s.catalog.accelerators)
     model = build_model(s.language)
@@ -145,6 +149,7 @@ def build_plan(s: Scenario, catalog: Catalog, scenario_id: str = "scenario",
         raise ScenarioError(file, [no_layout_problem(s, err.message, ways)], s.language) from None
     except StagesNeedLayout as err:
         raise ScenarioError(file, [err.problem], s.language) from None
+    pins = {name: iv.value for name, iv in inputs.items() if name in LAYOUT_INPUTS and iv.value is not None}
     inputs.update(layout.inputs)
     searched = "yes" if layout.search is not None else "no"
     inputs["layout_searched"] = InputValue(searched, text("plan.sources.layout_searched", s.language))
@@ -180,11 +185,13 @@ def build_plan(s: Scenario, catalog: Catalog, scenario_id: str = "scenario",
             fixes["check_memory_fits"] = fix
     candidates = _candidate_values(model, _values(inputs), values, lookups, layout.candidates)
     check_displayable(model, s, values, candidates, file)
+    drawn = (plan_curve(s, catalog, model, inputs, pins, values, lookups, layout.search is not None)
+             if curve else None)
     return Plan(s, scenario_id, MappingProxyType(inputs), MappingProxyType(values),
                 MappingProxyType(tables),
                 tuple(plan_warnings(model, values, {k: m.render(s.language) for k, m in fixes.items()})),
                 layout, candidates, model,
-                fixes=MappingProxyType(fixes))
+                fixes=MappingProxyType(fixes), curve=drawn)
 
 
 TIMELINE_MIN_WEEKS = 104   # two years of week columns, at least twice the generated project

@@ -179,6 +179,7 @@ def _report_context(plan: Plan) -> dict:
                    "owned": v["ownership"] == "owned"},
         "stages": stages,
         "reference": _reference(plan, words),
+        "curve": curve_context(plan, words),
         "calibration": _calibration(plan),
         "gantt": _gantt(plan, phases, words, stages),
         "cost_chart": _cost_chart(plan, words),
@@ -207,6 +208,37 @@ def _reference(plan: Plan, words: Words) -> dict:
             for r in reference_rows(plan)]
     within = sum(1 for r in reference_rows(plan) if abs(r["error"]) <= 0.10)
     return {"runs": runs, "within": within, "count": len(runs)}
+
+
+def curve_context(plan: Plan, words: Words) -> dict | None:
+    """The days-against-GPUs curve as the Curve sheet computes it: what it varies and the
+    sentences generation wrote (the point where adding GPUs stops paying, its rule, the
+    deadline), and each point with its marks (None: no curve was drawn)."""
+    from ..plan.curve import deadline_sentence, rule_sentence
+    curve, lang = plan.curve, plan.lang
+    if curve is None:
+        return None
+    sentences = [curve.varies.render(lang)]
+    rows = []
+    if curve.points:
+        deadline = deadline_sentence(curve)
+        sentences += [words("plan.curve.left_out"), curve.knee_reason.render(lang), rule_sentence().render(lang)]
+        sentences += [deadline.render(lang)] if deadline is not None else []
+    for k, p in enumerate(curve.points):
+        marks = [words("workbook.curve.marks.plan")] if p.is_plan else []
+        if k == curve.knee:
+            marks.append(words("workbook.curve.marks.knee"))
+        if p.values["check_memory_fits"] != 0:
+            marks.append(words("report.curve.does_not_fit"))
+        if curve.deadline_days is not None and p.days > curve.deadline_days * (1 + 1e-12):
+            marks.append(words("report.curve.over_deadline"))
+        if p.note is not None:
+            marks.append(p.note.render(lang))
+        rows.append({"gpus": f"{p.gpu_count:,}", "plan": p.is_plan, "knee": k == curve.knee,
+                     "layout": words("report.curve.layout", tp=p.layout.tp, pp=p.layout.pp, dp=p.values["dp_size"]),
+                     "days": f"{p.days:,.1f}", "total": words.money(p.cost, plan.scenario.prices.currency),
+                     "marks": words("workbook.curve.marks.join").join(marks)})
+    return {"sentences": sentences, "points": rows}
 
 
 def _stages(plan: Plan, words: Words) -> list[dict]:

@@ -21,6 +21,7 @@ from .calc import write_calc_sheet
 from .cashflow import write_cashflow
 from .catalog import write_catalog
 from .compare import write_compare
+from .curve import CURVE_SHEET, write_curve
 from .inputs import write_inputs
 from .notes import write_change_log, write_glossary
 from .reference import write_reference, write_reference_inputs
@@ -42,6 +43,8 @@ def sheet_titles(plan: Plan) -> list[str]:
               CHANGE_LOG_SHEET]
     if plan.layout is not None and plan.layout.candidates:
         titles.insert(titles.index("Parallelism") + 1, CANDIDATES_SHEET)
+    if plan.curve is not None:
+        titles.insert(titles.index("Sensitivity"), CURVE_SHEET)
     if plan.options:
         titles.insert(1, "Compare")
     return titles
@@ -57,6 +60,8 @@ def _build(w: Writer) -> None:
     write_reference(w, w.wb[REFERENCE_SHEET], plan)
     write_cashflow(w, w.wb["Cashflow"], plan)
     write_summary(w)
+    if plan.curve is not None:
+        write_curve(w, w.wb[CURVE_SHEET])
     write_sensitivity(w, w.wb["Sensitivity"], plan)
     if plan.options:
         write_compare(w, w.wb["Compare"], plan, plan.options)
