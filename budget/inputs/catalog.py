@@ -371,7 +371,7 @@ class EfficiencyFit(_Strict):
     full_runs: dict[str, dict] = {}
 
     def figure(self, name: str) -> Figure | None:
-        """A coefficient by its input name (budget/model/model.py FITTED_COEFFICIENTS)."""
+        """A coefficient by its input name (budget/model/declare.py FITTED_COEFFICIENTS)."""
         for prefix, table in (("stack_factor_", self.stack_factor), ("card_allowance_", self.card_allowance)):
             if name.startswith(prefix):
                 return table.get(name.removeprefix(prefix))

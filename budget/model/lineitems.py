@@ -164,7 +164,7 @@ class Model:
 
     def specialized(self, inputs, outputs, steady=()) -> Specializer:
         """The items `dependents` recomputes, compiled for many calls over `inputs` alone
-        (budget.formula.expr.Specializer): `.bind(values, tables)` gives run(*inputs) -> outputs."""
+        (budget.formula.specialize.Specializer): `.bind(values, tables)` gives run(*inputs) -> outputs."""
         inputs, outputs, steady = tuple(inputs), tuple(outputs), tuple(steady)
         return self._memo(("specialized", inputs, outputs, steady),
                           lambda: Specializer(self._rerun(inputs, outputs), inputs, outputs, steady))

@@ -19,7 +19,7 @@ cross-validation refits in milliseconds:
   its attention kernels further still (FlashAttention-2 in 2023, FlashAttention-3 in 2024);
 - the communication times are the planner's own items at the catalog's bandwidths.
 
-The terms come from the planner's own plan of each row (budget/model/model.py items), so the fit and
+The terms come from the planner's own plan of each row (budget/model/ items), so the fit and
 the planner share every definition; only the coefficients are fitted. `python -m budget.calibrate`
 prints the fit and the cross-validated error.
 """

@@ -105,7 +105,7 @@ def architecture_of(accelerator: str) -> str | None:
 
 def terms_of(values: Mapping, architecture: str) -> tuple[tuple[float, ...], float]:
     """The features of one planned run and its fixed seconds, from the plan's items of the fitted
-    step-time model (budget/model/model.py `_fitted_step_time`): fitted_step_s is Σ coefficient × feature
+    step-time model (budget/model/efficiency.py `_fitted_step_time`): fitted_step_s is Σ coefficient × feature
     + fixed with the same items, so the fit and the workbook share every definition."""
     v = values
     k = 1 + v["bubble_fraction"]

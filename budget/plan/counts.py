@@ -197,7 +197,7 @@ def first_count_that_fits(evaluate: Evaluator, space: Space, start_gpus: int, li
 
 WAYS_OUT_SEARCHES = 6        # searches per direction before a way out is given up
 WAYS_OUT_NODES = 4096        # whole nodes looked at per direction for a count that splits
-MAX_BATCH = 1 << 24          # the scenario's largest batch (budget/scenario.py PositiveInt)
+MAX_BATCH = 1 << 24          # the scenario's largest batch (budget/inputs/schema/training.py)
 
 
 def fits_at(evaluate: Evaluator, space: Space, gpu_count: int) -> SearchResult | None:

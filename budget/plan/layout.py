@@ -23,7 +23,7 @@ from ..model.lineitems import Model
 from ..model.model import RECOMPUTE_MODES
 
 # The layout inputs, as `Layout.as_inputs` names them; what each may take is said once, on its
-# input definition (budget/model/model.py: `domain`), and reaches the search through `Space.domains`.
+# input definition (budget/model/inputs_run.py: `domain`), and reaches the search through `Space.domains`.
 LAYOUT_INPUTS = ("tp_size", "pp_size", "micro_batch_size", "zero_stage", "recompute",
                  "sequence_parallel", "cp_size", "ep_size")
 # Context parallelism is tried only from this sequence length up (shorter ones keep CP 1, so the
@@ -261,7 +261,7 @@ _FITS = RANKED_OUTPUTS.index("check_memory_fits")
 class Evaluator:
     """Runs the model's layout-dependent formulas for one layout at a time.
 
-    The formulas run specialised to this evaluator's fixed inputs (budget.formula.expr.Specializer):
+    The formulas run specialised to this evaluator's fixed inputs (budget.formula.specialize.Specializer):
     the same numbers as the plain compiled function `run`, which runs instead wherever the
     specialised one cannot (and then raises what it raises)."""
 

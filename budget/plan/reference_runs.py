@@ -7,7 +7,7 @@ then the same generation, then the nearest model size (log of parameters), no so
 than half the list — and gives each run's published values (accelerator, GPUs, shape, layout,
 batch, tokens/s per GPU) as the reference-runs table's inputs. Rows whose layout the source leaves
 unpublished (micro-batch, interleaving, recomputation...) cannot be estimated and are not chosen.
-A run's estimate is the model's own items over that table (`budget.model.model._reference_runs`).
+A run's estimate is the model's own items over that table (`budget.model.reference.reference_runs`).
 """
 
 from __future__ import annotations

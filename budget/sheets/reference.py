@@ -10,7 +10,7 @@ shape, layout, batch, tokens/s per GPU) into the reference-runs table: one colum
 this sheet, input cells a reviewer may edit. Rows whose layout the source leaves unpublished
 (micro-batch, interleaving, recomputation...) cannot be estimated and are not chosen.
 
-A run's estimate is the model's own formulas at the run's values (`budget.model.model._reference_runs`
+A run's estimate is the model's own formulas at the run's values (`budget.model.reference.reference_runs`
 through `_row_table`, as a stage is), with the utilisation left blank so that the efficiency
 model predicts it: each figure below the table is a live formula.
 """

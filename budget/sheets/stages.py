@@ -2,7 +2,7 @@
 
 A stage is the plan evaluated at the stage's own values of a few inputs (GPU count, sequence
 length, batch, TP, PP, CP: the stages table on the Inputs sheet, a blank cell keeping the plan's
-value). The model's row items (`budget.model.model._stage_rows`) are the model's own formulas with
+value). The model's row items (`budget.model.stages.stage_rows`) are the model's own formulas with
 those inputs swapped for the stage's cells, so each column here is rendered from the same
 expressions the planner compiles: `At(name)` resolves to the stage's cell of a row item (or
 `INDEX(<input column>, k)` for the stages table), `UpTo(name)` to the row from the first stage

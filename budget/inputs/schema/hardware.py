@@ -58,7 +58,7 @@ class ParallelismSection(Section):
     virtual_pipeline_stages: whole(ge=1, le=64) = 1
     # Llama 3 §3.3.2: one layer fewer on the first and on the last stage (embedding, output head).
     first_last_stage_layers_fewer: bool = False
-    # DeepSeek-V3 §3.2.1: DualPipe (approximated: budget/model/model.py bubble_fraction); 1F1B otherwise
+    # DeepSeek-V3 §3.2.1: DualPipe (approximated: budget/model/efficiency.py bubble_fraction); 1F1B otherwise
     pipeline_schedule: Literal["1f1b", "dualpipe"] = "1f1b"
     # The search tries interleaving too (budget/plan/layout.py INTERLEAVING), instead of a pinned
     # virtual_pipeline_stages
