@@ -88,6 +88,16 @@ def _link(d) -> Expr:
     return IF(ISNUMBER(Ref(d.name)), Ref(d.name), "") if d.optional and numeric else Ref(d.name)
 
 
+def _linked_value(d, value):
+    """What a column's link to input `d` shows: the input's value; for a blank input, "" where
+    the link is IF(ISNUMBER(..)) (an optional number), else what a spreadsheet gives for a
+    reference to an empty cell, 0 (a blank optional date, the deadline date: the checks read the
+    Inputs sheet's blank as blank, and the link must not turn it into text)."""
+    if value is not None:
+        return value
+    return 0.0 if d.kind == "date" else ""
+
+
 def write_grid(w, ws, top: int, first_col: int, variants: list[Variant], model: Model,
                on_row: Callable[[int, str], None] | None = None) -> dict[str, int]:
     """Write the grid with its first data row at `top`; returns name -> row.
@@ -140,7 +150,7 @@ def write_grid(w, ws, top: int, first_col: int, variants: list[Variant], model: 
                     link = links.get(name)
                     if link is None:
                         link = links[name] = _link(d)
-                    cell = w.formula(ws, r, col, link, "" if value is None else value, fmt)
+                    cell = w.formula(ws, r, col, link, _linked_value(d, value), fmt)
                     w.named(cell, "Input")
                     if fmt:
                         cell.number_format = fmt

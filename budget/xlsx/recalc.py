@@ -105,6 +105,10 @@ def relative_difference(got, want) -> float:
         return 0.0   # a formula giving empty text reads back as an empty cell
     if isinstance(want, str) or isinstance(got, str):
         return 0.0 if str(got).lower() == str(want).lower() else math.inf
+    if isinstance(got, dt.time):
+        got = (got.hour * 3600 + got.minute * 60 + got.second) / 86400   # a date format's 0: midnight
+    if isinstance(want, dt.time):
+        want = (want.hour * 3600 + want.minute * 60 + want.second) / 86400
     if isinstance(got, (dt.datetime, dt.date)):
         got = to_excel(got)   # date-formatted results come back as datetimes
     if isinstance(want, (dt.datetime, dt.date)):
