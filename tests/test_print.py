@@ -214,6 +214,7 @@ def test_printed_pages_are_legible(printed, books, name, paper):
     # A bound against a runaway print, not a target: issue 12's catalog (22 accelerators, FP8/FP4
     # peaks) and today's shapes and layout dimensions on Inputs took the seed's book to 53 pages;
     # issue 13's evidence (the Reference runs sheet and its run table on Inputs, the pilot and the
-    # fitted model's inputs, the Architectures table) to 67.
-    assert 15 <= len(pages) <= 75, count
+    # fitted model's inputs, the Architectures table) to 67; issue 27's Curve sheet (a row per GPU
+    # count) and the deadline's rows took the 70B deadline book to 76 pages on A4.
+    assert 15 <= len(pages) <= 85, count
     assert all(words > 20 for _, _, words in pages), "no blank pages"
