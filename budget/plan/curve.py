@@ -23,9 +23,8 @@ from typing import Mapping
 
 from ..core.message import Msg
 from ..inputs.bind import InputValue
-from ..inputs.scenario import resolved_shape
 from ..model.lineitems import Model
-from .layout import LAYOUT_INPUTS, Evaluator, Layout, NoLayoutFits, Space, layout_domains, search
+from .layout import LAYOUT_INPUTS, Evaluator, Layout, NoLayoutFits, layout_space, search
 
 MAX_POINTS = 40       # the issue's bound on the curve's points
 # Few points, since each is a layout search and a row of ~200 formulas (the 100-scenario sweep
@@ -128,7 +127,7 @@ def plan_curve(s, catalog, model: Model, inputs: Mapping[str, InputValue], pins:
     # the search over the plan's values (the model evaluated once already), in the space the
     # sizing searched (budget/plan/sizing.py search_setup), at the plan's interleaving
     evaluate = Evaluator(model, {k: iv.value for k, iv in inputs.items()}, lookups, base=values)
-    space = _space(s, catalog, model, pins, int(values["virtual_pipeline_stages"] or 1))
+    space = layout_space(s, catalog, model, pins, int(values["virtual_pipeline_stages"] or 1))
     plan_layout = Layout.from_inputs(values)
     held = replace(space, pins={**space.pins, **{name: values[name] for name in HELD}})
     least = values["min_gpus_for_memory"]       # below it no layout fits (memory first)
@@ -165,15 +164,6 @@ def plan_curve(s, catalog, model: Model, inputs: Mapping[str, InputValue], pins:
     else:
         varies = Msg("plan.curve.varies.searched")
     return Curve(tuple(points), varies, knee, reason, deadline, tuple(items))
-
-
-def _space(s, catalog, model: Model, pins: Mapping[str, object], virtual_stages: int) -> Space:
-    """The layout space the sizing searched (as budget/plan/sizing.py search_setup makes it)."""
-    shape = resolved_shape(s, catalog)
-    gpn = int(catalog.accelerator(s.hardware.accelerator).gpus_per_node.value)
-    return Space(shape["attention_heads"], shape["layers"], shape["global_batch_sequences"], gpn, pins,
-                 layout_domains(model), int(shape["seq_len"]), virtual_stages,
-                 2 if s.parallelism.first_last_stage_layers_fewer else 0, int(shape.get("moe_experts") or 0))
 
 
 def _searched(evaluate, held, space, count: int) -> Layout | None:

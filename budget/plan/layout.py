@@ -19,6 +19,7 @@ from typing import Callable, Mapping
 
 from ..core.errors import Msg
 from ..core.i18n import DEFAULT_LANG, fmt, text
+from ..inputs.scenario import resolved_shape
 from ..model.lineitems import Model
 from ..model.model import RECOMPUTE_MODES
 
@@ -244,6 +245,16 @@ class Space:
             if any(dp % ep == 0 for ep in eps):
                 steps.update(int(dp * mb * (pp if self.virtual_stages > 1 else 1)) for mb in mbs)
         return steps
+
+
+def layout_space(s, catalog, model: Model, pins: Mapping[str, object], virtual_stages: int) -> Space:
+    """The layout space of a scenario: its shape, the accelerator's node, the pinned inputs and
+    the model's layout domains (the sizing's search and the curve's points search the same)."""
+    shape = resolved_shape(s, catalog)
+    gpn = int(catalog.accelerator(s.hardware.accelerator).gpus_per_node.value)
+    return Space(shape["attention_heads"], shape["layers"], shape["global_batch_sequences"], gpn, pins,
+                 layout_domains(model), int(shape["seq_len"]), virtual_stages,
+                 2 if s.parallelism.first_last_stage_layers_fewer else 0, int(shape.get("moe_experts") or 0))
 
 
 def _divisors(n: int) -> list[int]:

@@ -13,10 +13,10 @@ from ..core.errors import Msg, Problem as _Problem
 from ..core.i18n import fmt, text
 from ..inputs.bind import InputValue
 from ..inputs.catalog import Catalog
-from ..inputs.scenario import Scenario, resolved_shape
+from ..inputs.scenario import Scenario
 from ..model.model import build_model
-from .layout import (LAYOUT_INPUTS, Candidate, Evaluator, Layout, NoLayoutFits, SearchResult, Space, layout_domains,
-                     search)
+from .layout import (LAYOUT_INPUTS, Candidate, Evaluator, Layout, NoLayoutFits, SearchResult, Space,
+                     layout_space, search)
 from .counts import Deadline, first_count_that_fits, smallest_count_for_deadline
 
 
@@ -83,9 +83,7 @@ def search_setup(s: Scenario, catalog: Catalog, inputs: Mapping[str, InputValue]
                   run=None):
     """The model, the scenario's pinned layout inputs, the inputs the search starts from, its
     evaluator and the space it searches."""
-    shape = resolved_shape(s, catalog)
-    acc = catalog.accelerator(s.hardware.accelerator)
-    gpn = int(acc.gpus_per_node.value)
+    gpn = int(catalog.accelerator(s.hardware.accelerator).gpus_per_node.value)
     pins = {name: iv.value for name, iv in inputs.items()
             if name in LAYOUT_INPUTS and iv.value is not None}
     model = build_model(s.language)
@@ -95,9 +93,7 @@ def search_setup(s: Scenario, catalog: Catalog, inputs: Mapping[str, InputValue]
     base.update({d.name: _cell(d.domain[0] if d.domain else 1) for d in dims if d.name not in pins})
     base["gpu_count"] = base["gpu_count"] or float(gpn)
     evaluate = Evaluator(model, base, lookups, run)
-    space = Space(shape["attention_heads"], shape["layers"], shape["global_batch_sequences"], gpn, pins,
-                  layout_domains(model), int(shape["seq_len"]), s.parallelism.virtual_pipeline_stages,
-                  2 if s.parallelism.first_last_stage_layers_fewer else 0, int(shape.get("moe_experts") or 0))
+    space = layout_space(s, catalog, model, pins, s.parallelism.virtual_pipeline_stages)
     return model, pins, base, evaluate, space
 
 
