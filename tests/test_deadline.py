@@ -322,3 +322,20 @@ def test_a_date_deadline_round_trips_through_the_workbook(catalog, tmp_path):
     again = plan_of(data, catalog)
     assert again.gpu_count == plan.gpu_count
     assert again.values["deadline_end_at_approval"] == pytest.approx(plan.values["deadline_end_at_approval"])
+
+
+def test_the_curve_judges_a_date_deadline_as_the_check_does(by_june_30):
+    """Given 405B by June 30, the days-against-GPUs curve marks the counts that end after the
+    deadline at the approval percentile, and names the smallest count on it that meets the
+    date: the plan's own (the search's smallest), never one below it."""
+    from budget.plan.curve import DATE_END, deadline_sentence
+    curve, v = by_june_30.curve, by_june_30.values
+    assert curve.deadline_date == v["deadline_date"] and DATE_END in curve.items
+    plan_point = curve.points[curve.plan_index]
+    assert plan_point.values[DATE_END] == pytest.approx(v["deadline_end_at_approval"], rel=1e-12)
+    assert not curve.misses_deadline(plan_point)
+    fewer = [p for p in curve.points if p.gpu_count < plan_point.gpu_count]
+    assert fewer and all(curve.misses_deadline(p) for p in fewer)
+    said = deadline_sentence(curve).render("en")
+    assert "2027-06-30" in said and f"{plan_point.gpu_count:,}" in said
+    assert "2027-06-30" in deadline_sentence(curve).render("zh")

@@ -21,6 +21,7 @@ import math
 from dataclasses import dataclass, field, replace
 from typing import Mapping
 
+from ..core.dates import from_serial
 from ..core.message import Msg
 from ..inputs.bind import InputValue
 from ..model.lineitems import Model
@@ -50,6 +51,7 @@ DOUBLING = (1.5, 2.5)  # a point stands for "twice the GPUs" between these multi
 # count and the layout affect that these need (the workings)
 KEYS = ("dp_size", "memory_per_gpu_gb", "check_memory_fits", "train_days", "stretched_training_days", "total_cost")
 DAYS = "stretched_training_days"          # the curve's days: what the deadline is held to
+DATE_END = "deadline_end_at_approval"     # what a date deadline (schedule.deadline) is held to
 POINT_INPUTS = ("gpu_count", *LAYOUT_INPUTS)
 # What evaluating the model at an extreme count may raise (the plan's own count was computed)
 POINT_ERRORS = (ArithmeticError, ValueError, TypeError, OverflowError)
@@ -80,16 +82,33 @@ class Curve:
     knee_reason: Msg | None = None         # the rule's figures there, or why no point is marked
     deadline_days: float | None = None
     items: tuple[str, ...] = field(default=())   # the workings each point's row holds
+    deadline_date: float | None = None     # schedule.deadline (a serial), met at the approval percentile
+    deadline_applies_to: str = "training_end"
 
     @property
     def plan_index(self) -> int | None:
         return next((k for k, p in enumerate(self.points) if p.is_plan), None)
 
+    @property
+    def has_deadline(self) -> bool:
+        return self.deadline_days is not None or self.deadline_date is not None
 
-def curve_items(model: Model) -> list[str]:
+    def misses_deadline(self, p: CurvePoint) -> bool:
+        """Whether the point misses the deadline: its training days with failures past
+        hardware.deadline_days, or its end at the approval percentile past the deadline's day
+        (as check_meets_deadline and check_meets_deadline_date judge the plan)."""
+        if self.deadline_days is not None:
+            return not 0 < p.days <= self.deadline_days * (1 + 1e-12)
+        if self.deadline_date is not None:
+            return not p.values[DATE_END] < self.deadline_date + 1
+        return False
+
+
+def curve_items(model: Model, extra: tuple[str, ...] = ()) -> list[str]:
     """The items a point's row holds: those the count and the layout affect that the key figures
-    need, in model order (a stage's row items are the Stages sheet's: a run in stages has no curve)."""
-    needed = model.closure(KEYS)
+    (and `extra`) need, in model order (a stage's row items are the Stages sheet's: a run in
+    stages has no curve)."""
+    needed = model.closure((*KEYS, *extra))
     return [n for n in model.affected_by(set(POINT_INPUTS))
             if n in needed and model.items[n].kind != "rows"]
 
@@ -121,8 +140,10 @@ def plan_curve(s, catalog, model: Model, inputs: Mapping[str, InputValue], pins:
     """The curve of a plan whose inputs (after sizing) are `inputs` and values `values`; `pins` the
     scenario's own layout dimensions; `searched` whether the search chose any of the layout."""
     deadline = s.hardware.deadline_days
+    dated = {"deadline_date": values["deadline_date"], "deadline_applies_to": s.schedule.deadline_applies_to} \
+        if s.schedule.deadline is not None else {}
     if s.stages:
-        return Curve(varies=Msg("plan.curve.varies.stages"), deadline_days=deadline)
+        return Curve(varies=Msg("plan.curve.varies.stages"), deadline_days=deadline, **dated)
     plan_count = int(values["gpu_count"])
     # the search over the plan's values (the model evaluated once already), in the space the
     # sizing searched (budget/plan/sizing.py search_setup), at the plan's interleaving
@@ -131,7 +152,7 @@ def plan_curve(s, catalog, model: Model, inputs: Mapping[str, InputValue], pins:
     plan_layout = Layout.from_inputs(values)
     held = replace(space, pins={**space.pins, **{name: values[name] for name in HELD}})
     least = values["min_gpus_for_memory"]       # below it no layout fits (memory first)
-    items = curve_items(model)
+    items = curve_items(model, (DATE_END,) if dated else ())
     rerun = model.dependents(set(POINT_INPUTS), tuple(items))
     env = dict(values)
     points = []
@@ -163,7 +184,7 @@ def plan_curve(s, catalog, model: Model, inputs: Mapping[str, InputValue], pins:
         varies = Msg("plan.curve.varies.partly_pinned", pinned=", ".join(model.inputs[n].short for n in LAYOUT_INPUTS if n in pins))
     else:
         varies = Msg("plan.curve.varies.searched")
-    return Curve(tuple(points), varies, knee, reason, deadline, tuple(items))
+    return Curve(tuple(points), varies, knee, reason, deadline, tuple(items), **dated)
 
 
 def _searched(evaluate, held, space, count: int) -> Layout | None:
@@ -234,11 +255,16 @@ def rule_sentence() -> Msg:
 
 
 def deadline_sentence(curve: Curve) -> Msg | None:
-    """The deadline against the curve: the smallest count on it that meets it (None without
-    hardware.deadline_days)."""
-    if curve.deadline_days is None or not curve.points:
+    """The deadline against the curve: the smallest count on it that meets it (None without a
+    deadline, hardware.deadline_days or schedule.deadline)."""
+    if not curve.has_deadline or not curve.points:
         return None
-    meets = [p.gpu_count for p in curve.points if 0 < p.days <= curve.deadline_days * (1 + 1e-12)]
-    if meets:
-        return Msg("plan.curve.deadline", deadline=curve.deadline_days, gpus=min(meets))
-    return Msg("plan.curve.deadline_none", deadline=curve.deadline_days)
+    meets = [p.gpu_count for p in curve.points if not curve.misses_deadline(p)]
+    if curve.deadline_days is not None:
+        figures = {"deadline": curve.deadline_days}
+        met, none = "plan.curve.deadline", "plan.curve.deadline_none"
+    else:
+        figures = {"deadline": from_serial(curve.deadline_date).isoformat(),
+                   "applies": Msg(f"plan.sources.deadline_applies.{curve.deadline_applies_to}")}
+        met, none = "plan.curve.deadline_date", "plan.curve.deadline_date_none"
+    return Msg(met, gpus=min(meets), **figures) if meets else Msg(none, **figures)

@@ -230,7 +230,7 @@ def curve_context(plan: Plan, words: Words) -> dict | None:
             marks.append(words("workbook.curve.marks.knee"))
         if p.values["check_memory_fits"] != 0:
             marks.append(words("report.curve.does_not_fit"))
-        if curve.deadline_days is not None and p.days > curve.deadline_days * (1 + 1e-12):
+        if curve.misses_deadline(p):
             marks.append(words("report.curve.over_deadline"))
         if p.note is not None:
             marks.append(p.note.render(lang))
