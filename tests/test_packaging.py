@@ -19,7 +19,8 @@ def test_wheel_contains_data_folders(tmp_path):
     names = set(zipfile.ZipFile(wheel).namelist())
     for required in ("budget/catalogs/accelerators.yaml", "budget/catalogs/models.yaml",
                      "budget/scenarios/gpt3-175b-h100.yaml", "budget/cli/app.py",
-                     "budget/messages/en/cli.yaml"):
+                     "budget/messages/en/cli.yaml", "budget/schemas/scenario.schema.json",
+                     "budget/schemas/scenario.schema.zh.json", "budget/cli/catalog.py"):
         assert required in names
     assert any(n.startswith("budget/templates/") for n in names)
     entry_points = next(n for n in names if n.endswith("entry_points.txt"))

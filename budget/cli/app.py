@@ -9,6 +9,12 @@
                                      the approval package: every workbook and report, each
                                      plan as NAME.plan.json (and its JSON Schema), index.html
                                      and SHA256SUMS (see budget/package.py)
+    trainbudget catalog accelerators|prices|presets
+                                     the ids a scenario can name, with their figures and
+                                     sources (budget/cli/catalog.py)
+
+Exit status: 0 done; 2 bad input (nothing written); 3 with --fail-on-checks when a plan has a
+failing check (NOT APPROVABLE; the files are written first); 128+N on signal N.
 
 Everything is validated and rendered in memory first; files are written only when every
 scenario is good, as one set by budget/output.py (staged, locked, recorded in a manifest, and
@@ -28,7 +34,7 @@ import os
 import re
 import sys
 import tempfile
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -37,8 +43,9 @@ from ..core.errors import InputError, Msg, Problem, ScenarioError
 from ..core.i18n import DEFAULT_LANG, fmt
 from ..core.limits import MAX_YAML_BYTES
 from ..inputs.catalog import data_dir, load_catalog
-from .common import (EXIT_BAD_INPUT, EXIT_FAILURE, EXIT_OK, _help, _print_error, add_lang_argument,  # noqa: F401
-                     fewer_collections, print_warnings, render, requested_lang, terminal_safe, write_reporting)
+from .common import (EXIT_BAD_INPUT, EXIT_FAILING_CHECKS, EXIT_FAILURE, EXIT_OK, _help,  # noqa: F401
+                     _print_error, add_lang_argument, failing_check_labels, fewer_collections, print_warnings,
+                     render, report_failing_checks, requested_lang, terminal_safe, write_reporting)
 from .output import Output
 
 # The planner, the workbook (openpyxl) and the reports (jinja2) are imported where they are
@@ -60,6 +67,7 @@ def parser(lang: str = DEFAULT_LANG) -> argparse.ArgumentParser:
                    help=_help("cli.args.output_dir", lang))
     p.add_argument("-q", "--quiet", action="store_true", help=_help("cli.args.quiet", lang))
     p.add_argument("-f", "--force", action="store_true", help=_help("cli.args.force", lang))
+    p.add_argument("--fail-on-checks", action="store_true", help=_help("cli.args.fail_on_checks", lang))
     p.add_argument("--curve", action="store_true", help=_help("cli.args.curve", lang))
     add_lang_argument(p, lang)
     p.add_argument("--version", action="version", version=f"trainbudget {__version__}")  # i18n: not text
@@ -241,6 +249,9 @@ def main(argv: list[str] | None = None) -> int:
     if argv and argv[0] == "package" and not Path("package").is_file():
         from .package import package_main
         return package_main(argv[1:])
+    if argv and argv[0] == "catalog" and not Path("catalog").is_file():
+        from .catalog import catalog_main
+        return catalog_main(argv[1:])
     args = parser(requested_lang(argv)).parse_args(argv)
     paths = args.scenarios or [data_dir("scenarios") / BUNDLED_EXAMPLE]
     stems = [p.stem for p in paths]
@@ -279,6 +290,8 @@ def main(argv: list[str] | None = None) -> int:
     if not args.quiet:
         for path in written:
             print(fmt("cli.wrote", lang, file=path))
+    if args.fail_on_checks:
+        return report_failing_checks([(p.name, one.failing) for one, p in zip(built, paths)], len(built), lang)
     return EXIT_OK
 
 
@@ -292,6 +305,7 @@ class Built:
     warnings: list[str]
     lines: list[str]
     failed: str | None = None
+    failing: list[str] = field(default_factory=list)    # the failing checks' labels (--fail-on-checks)
 
 
 def build_one(path: Path, catalog, lang: str | None, spool: Path | None = None, curve: bool = False) -> Built:
@@ -318,7 +332,7 @@ def build_one(path: Path, catalog, lang: str | None, spool: Path | None = None, 
         lines.append(terminal_safe(fmt("cli.option", plan.lang, option=title, summary=_summary(option, base=plan))))
     if curve:
         lines += curve_lines(plan)
-    return Built(plan.lang, outputs, warnings, lines)
+    return Built(plan.lang, outputs, warnings, lines, failing=failing_check_labels(plan))
 
 
 def curve_lines(plan) -> list[str]:

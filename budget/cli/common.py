@@ -20,6 +20,8 @@ if TYPE_CHECKING:
     from ..plan.plan import Plan
 
 EXIT_OK, EXIT_FAILURE, EXIT_BAD_INPUT = 0, 1, 2
+# --fail-on-checks: every file was written, and at least one plan has a failing check (NOT APPROVABLE).
+EXIT_FAILING_CHECKS = 3
 
 
 def requested_lang(argv: list[str]) -> str:
@@ -65,6 +67,28 @@ def print_warnings(plan: Plan, lang: str | None = None) -> None:
     for warning in plan.warnings:
         print(terminal_safe(fmt("cli.warning", lang or plan.lang, file=plan.scenario_id, warning=warning)),
               file=sys.stderr)
+
+
+def failing_check_labels(plan: Plan) -> list[str]:
+    """The labels of the plan's failing checks (what makes it NOT APPROVABLE), in its language."""
+    failing = set(plan.failing_checks)
+    if plan.model is None:
+        return sorted(failing)
+    return [c.label for c in plan.model.checks() if c.name in failing]
+
+
+def report_failing_checks(failing: list[tuple[object, list[str]]], total: int, lang: str) -> int:
+    """--fail-on-checks: each plan with failing checks named on stderr, then the exit status
+    (EXIT_FAILING_CHECKS when any plan fails one, else EXIT_OK). `failing` holds
+    (scenario, its failing checks' labels) for every plan of the run."""
+    bad = [(name, labels) for name, labels in failing if labels]
+    for name, labels in bad:
+        print(terminal_safe(fmt("cli.failing_checks", lang, file=name,
+                                checks="; ".join(labels))), file=sys.stderr)  # i18n: not text
+    if not bad:
+        return EXIT_OK
+    print(terminal_safe(fmt("cli.failing_exit", lang, count=len(bad), total=total)), file=sys.stderr)
+    return EXIT_FAILING_CHECKS
 
 
 def terminal_safe(text: object) -> str:

@@ -34,8 +34,9 @@ from ..core.dates import from_serial
 from ..inputs.catalog import data_dir, load_catalog
 from ..core.errors import InputError, Msg, Problem, ScenarioError
 from ..core.i18n import DEFAULT_LANG
-from .common import (EXIT_BAD_INPUT, EXIT_OK, _print_error, add_lang_argument, fewer_collections, print_warnings, render, requested_lang,
-                     terminal_safe, write_reporting)
+from .common import (EXIT_BAD_INPUT, EXIT_OK, _help, _print_error, add_lang_argument, failing_check_labels,
+                     fewer_collections, print_warnings, render, report_failing_checks, requested_lang, terminal_safe,
+                     write_reporting)
 from .output import Output
 from ..model.cashflow import cashflow_names
 from ..plan.plan import Plan, build_model
@@ -354,6 +355,7 @@ def parser(lang: str = DEFAULT_LANG) -> argparse.ArgumentParser:
                    help=t("package.cli.output_dir"))
     p.add_argument("-q", "--quiet", action="store_true", help=t("package.cli.quiet"))
     p.add_argument("-f", "--force", action="store_true", help=t("package.cli.force"))
+    p.add_argument("--fail-on-checks", action="store_true", help=_help("cli.args.fail_on_checks", lang))
     add_lang_argument(p, lang)
     return p
 
@@ -400,4 +402,7 @@ def package_main(argv: list[str]) -> int:
                                     percentile=f"{h['approval_percentile']:.0f}", ask=own.money(h["ask"], h["currency"]),
                                     status=own(f"package.cli.status.{h['status']}"))))
         print("  " + t("package.cli.wrote", count=len(outputs), folder=args.output_dir, sums=SUMS_NAME))
+    if args.fail_on_checks:
+        return report_failing_checks([(p.name, failing_check_labels(plan)) for p, plan in zip(args.scenarios, plans)],
+                                     len(plans), t.lang)
     return EXIT_OK

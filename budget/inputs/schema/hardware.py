@@ -8,13 +8,13 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import Field, field_validator
+from pydantic import BeforeValidator, Field, field_validator
 
 from ..catalog import Catalog
 from ...core.errors import Msg, both, rule_error
 from ...core.i18n import DEFAULT_LANG, fmt
 from .base import (MAX_ROWS, Bandwidth, Fraction, GpuCount, LongText, PositiveInt, SafeText, Section,
-                   Tflops, number, whole)
+                   Tflops, not_bool, number, whole)
 
 
 class HardwareSection(Section):
@@ -47,7 +47,8 @@ class ParallelismSection(Section):
     """Each key pins one dimension; leave it out and the layout search chooses it."""
     tp: PositiveInt | None = None
     pp: PositiveInt | None = None
-    zero_stage: Literal[0, 1, 2, 3] | None = None
+    # not_bool: YAML's true is not stage 1 (pydantic takes True as the literal 1; the JSON Schema refuses it)
+    zero_stage: Annotated[Literal[0, 1, 2, 3], BeforeValidator(not_bool)] | None = None
     recompute: Literal["none", "selective", "full"] | None = None
     sequence_parallel: bool | None = None
     micro_batch_size: PositiveInt | None = None
