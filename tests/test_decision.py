@@ -123,7 +123,8 @@ def test_the_decision_page_is_the_recommended_options_own_plan(dearer_option_pla
     scaled by the ratio of the totals), the quarters of its own months, which add up to its
     total, its end date, its GPUs; the base is one row of the options table."""
     from budget.plan.sensitivity import cases, range_figures
-    from budget.render.decision import chosen_plan, quarters
+    from budget.plan.options import chosen_plan
+    from budget.render.decision import quarters
     from budget.render.words import Words
 
     base = dearer_option_plan
@@ -165,7 +166,7 @@ def test_a_base_that_is_recommended_keeps_its_page(catalog):
     """The bundled searched example: the base passes and is the cheapest, so the page is the
     base's own, as for a scenario without options (the figures of the seed's page)."""
     from budget.plan.options import plan_file
-    from budget.render.decision import chosen_plan
+    from budget.plan.options import chosen_plan
 
     plan = plan_file(SCENARIOS / "gpt3-175b-h100-searched.yaml", catalog)
     assert chosen_plan(plan)[0] == 0

@@ -14,8 +14,8 @@ from __future__ import annotations
 
 from ..core.dates import from_serial
 from ..core.i18n import text
-from ..model.model import UNCERTAIN
-from ..plan.options import recommended
+from ..model.model import UNCERTAIN, build_model
+from ..plan.options import chosen_plan, recommended
 from ..plan.sensitivity import cases, range_figures
 
 TOP_RISKS = 5
@@ -43,28 +43,11 @@ def _first_failing(plan) -> str:
     return next((c.sentence(v) for c in model.checks() if v[c.name] != 0), "")
 
 
-def chosen_plan(plan):
-    """(index, name, plan) the decision page is about: the recommended option when the scenario
-    has options and one passes every check (the Compare sheet's recommendation), else the plan
-    itself (index 0, the base)."""
-    plans = [(plan.scenario.name, plan), *plan.options]
-    best = recommended([p.values for _, p in plans]) if plan.options else None
-    i = best if best is not None else 0
-    return i, plans[i][0], plans[i][1]
-
-
-def option_range(plan) -> dict:
-    """The plan's own range (the Sensitivity sheet's figures over its own what-ifs): an option's
-    is computed from its own plan, never scaled from the base's."""
-    return range_figures(plan, cases(plan))
-
-
-def decision(plan, status: dict, digest: str) -> dict:
+def decision(plan, state: dict, digest: str) -> dict:
     """The page. Every figure on it — the ask, the range, the quarters, the risks, the
     assumptions, the GPUs, days and end date — is the chosen plan's own (chosen_plan: the
     recommended option, else the plan); the base plan, when it is not chosen, is one row of the
     options table."""
-    from .report import status as status_of
     from .words import Words
 
     cur, words = plan.scenario.prices.currency, Words(plan.lang)
@@ -72,7 +55,7 @@ def decision(plan, status: dict, digest: str) -> dict:
     best = recommended([p.values for _, p in plans])
     index, option, pick = chosen_plan(plan)
     own = pick is not plan                  # an option other than the base is asked for
-    state = status_of(pick) if own else status
+    state = status(pick) if own else state
     v = pick.values
     rows = []
     for i, (title, p) in enumerate(plans):
@@ -140,6 +123,21 @@ def decision(plan, status: dict, digest: str) -> dict:
         "assumptions": assumptions,
         "digest": digest,
     }
+
+
+def status(plan) -> dict:
+    """What the report leads with: approvable or not, each failing check and each warning in
+    words with its fix. The same sentences as the workbook's Summary rows."""
+    from .words import Words
+
+    model, v, words = plan.model or build_model(plan.lang), plan.values, Words(plan.lang)
+    checks = [{"text": c.sentence(v), "fix": plan.fix_of(c)} for c in model.checks() if v[c.name] != 0]
+    warnings = [{"text": w.sentence(v), "fix": plan.fix_of(w)} for w in model.warnings() if v[w.name] != 0]
+    n = len(checks)
+    state = (words("report.status.all_pass") if not n else words("report.status.one_fails") if n == 1
+             else words("report.status.many_fail", count=n))
+    return {"ok": not n, "text": state, "checks": checks, "warnings": warnings,
+            "total_label": words("report.status.total") if not n else words("report.status.total_indicative")}
 
 
 def approval(rng: dict, percentile: float) -> dict[str, str]:
