@@ -224,3 +224,13 @@ def test_the_chinese_decision_page_says_the_same_in_chinese(options_plan_zh):
 def _printed(tmp_path, plan, paper: str) -> list[str]:
     """The text of each page Chromium prints of the plan's HTML report on `paper`."""
     return _pages_text(_pdf_of(tmp_path, render_html(plan), paper))
+
+
+def test_the_command_line_states_each_options_own_ask(options_plan):
+    """An option's line on the command line: its own ask and where its own total sits (1,024 H100:
+    7,106,785 USD at P80, its total at P44), not the base's ask scaled by the totals (7,084,160)."""
+    from budget.cli.app import _summary
+
+    title, option = options_plan.options[1]
+    assert title == "1,024 H100 (TP 4 x PP 16 x DP 16)"
+    assert "total 5,456,622 USD; ask P80 7,106,785 USD (the total at P44)" in _summary(option)
