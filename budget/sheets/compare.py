@@ -121,12 +121,13 @@ def write_compare(w, ws, base, options) -> None:
     ws.print_area = f"A1:{get_column_letter(last_col)}{rec_row + 2}"
 
 
-def _row_label(w, ws, r: int, name: str, model) -> None:
+def _row_label(w, ws, r: int, name: str, model, named: bool = True) -> None:
     d = row_def(model, name)
     put_text(ws.cell(r, 1), row_label(w, model, name))
     w.unit_cell(ws, r, 2, d.unit)
-    put_text(ws.cell(r, 3), name)
-    ws.cell(r, 3).font = _style("NAME_FONT")
+    if named:
+        put_text(ws.cell(r, 3), name)
+        ws.cell(r, 3).font = _style("NAME_FONT")
 
 
 def _ranges(w, ws, top: int, variants, row_of, plans, model) -> None:
@@ -174,8 +175,10 @@ def _ranges(w, ws, top: int, variants, row_of, plans, model) -> None:
         put_text(cell, variant.title)
         w.named(cell, "Header")
         cell.alignment = _style("WRAP_TOP")
+    # labelled without the name column: each input's name stays once on the sheet, at the
+    # options' own rows above (what an import reads back)
     case_row = write_grid(w, ws, case_top, FIRST_COL, whatifs, model,
-                          on_row=lambda r, name: _row_label(w, ws, r, name, model))
+                          on_row=lambda r, name: _row_label(w, ws, r, name, model, named=False))
 
     def own(j: int):
         """Names over option j's column: its cells, the range's z and its workings."""
