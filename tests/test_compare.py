@@ -14,7 +14,7 @@ import sys
 import openpyxl
 import pytest
 
-from budget.sheets.compare import COMPARE_NAMES
+from budget.sheets.compare import COMPARE_NAMES, RANGE_ROWS
 from budget.sheets.grid import grid_rows
 from budget.xlsx.recalc import read_values, recalculate, relative_difference
 from budget.sheets.book import write_workbook
@@ -113,6 +113,29 @@ def test_columns_are_the_options_own_plans(books):
         for name in ("gpu_count", "train_days", "gpu_hours", "total_cost", "staffing_cost", "project_end"):
             got = values[f"Compare!{letter}{rows[name]}"]
             assert relative_difference(got, option.values[name]) <= TOLERANCE, (j, name)
+
+
+@pytest.mark.office
+def test_each_option_carries_its_own_range(books):
+    """Issue 29: the P10/P50/P90 and the ask of each column are the option's own range (its own
+    what-ifs, recalculated by LibreOffice from the option's column), not the base's range scaled by
+    the ratio of the totals: 1,024 A100 has its own spread."""
+    import openpyxl as xl
+
+    from budget.plan.sensitivity import cases, range_figures
+    plan, values = books["plan"], books["plain"]
+    ws = xl.load_workbook(io.BytesIO(books["result"].data))["Compare"]
+    row = {c.value: c.row for c in ws["C"] if c.value in RANGE_ROWS and c.row < _grid_top(ws)}
+    assert sorted(row) == sorted(RANGE_ROWS)
+    plans = [plan, *(p for _, p in plan.options)]
+    base = range_figures(plan, cases(plan))
+    for j, p in enumerate(plans):
+        own, letter = range_figures(p, cases(p)), "DEFG"[j]
+        for name in RANGE_ROWS:
+            assert relative_difference(values[f"Compare!{letter}{row[name]}"], own[name]) <= TOLERANCE, (j, name)
+    a100 = plans[2]
+    scaled = base["total_cost_p90"] * a100.total_cost / plan.total_cost
+    assert abs(values[f"Compare!F{row['total_cost_p90']}"] / scaled - 1) > 0.01
 
 
 @pytest.mark.office
@@ -239,7 +262,7 @@ def test_the_chinese_compare_sheet(catalog):
     assert ws["A4"].value == zh("workbook.compare.columns.option")
     assert [ws.cell(4, c).value for c in range(4, 4 + len(plans))] == [t for t, _ in plans]
     column_a = {c.value for c in ws["A"] if isinstance(c.value, str)}
-    assert {zh("workbook.compare.recommended"), zh("workbook.compare.rule"), zh("workbook.compare.p90")} <= column_a
+    assert {zh("workbook.compare.recommended"), zh("workbook.compare.rule"), zh("workbook.compare.range.total_cost_p90")} <= column_a
     assert ws._charts[0].title is not None
 
 

@@ -97,6 +97,85 @@ def test_spend_by_quarter_sums_the_cashflow_months(seed_h100):
 
 
 @pytest.fixture(scope="module")
+def dearer_option_plan(catalog):
+    """The options scenario without its last option (the seed's 512 H100 with the layout left to
+    the search): the base's pinned layout and the 256-GPU option fail their memory check, so the
+    cheapest option that passes is 1,024 H100 at TP 4 x PP 16, dearer than the base."""
+    from dataclasses import replace
+
+    from budget.plan.options import build_option_plans
+    path = SCENARIOS / "gpt3-175b-options.yaml"
+    data = raw(path)
+    plans = build_option_plans(with_changes(data, {"options": data["options"][:-1]}), catalog, path=path)
+    return replace(plans[0][1], options=tuple(plans[1:]))
+
+
+def _decision_of(plan):
+    from budget.plan.plan import scenario_digest
+    from budget.render.decision import decision
+    from budget.render.report import status
+    return decision(plan, status(plan), scenario_digest(plan))
+
+
+def test_the_decision_page_is_the_recommended_options_own_plan(dearer_option_plan):
+    """Given a base that fails its memory check and 1,024 H100 recommended, every figure of the
+    page is that option's: the ask and the range from its own what-ifs (not the base's range
+    scaled by the ratio of the totals), the quarters of its own months, which add up to its
+    total, its end date, its GPUs; the base is one row of the options table."""
+    from budget.plan.sensitivity import cases, range_figures
+    from budget.plan.options import chosen_plan
+    from budget.render.decision import quarters
+    from budget.render.words import Words
+
+    base = dearer_option_plan
+    index, name, option = chosen_plan(base)
+    assert (index, name) == (2, "1,024 H100 (TP 4 x PP 16 x DP 16)")
+    assert (option.gpu_count, base.gpu_count) == (1024, 512)
+    d, money = _decision_of(base), Words("en").money
+    own, theirs = range_figures(option, cases(option)), range_figures(base, cases(base))
+    assert d["range"]["ask"] == money(own["total_cost_ask"], "USD")
+    assert d["range"]["p10"] == money(own["total_cost_p10"], "USD")
+    assert d["range"]["p90"] == money(own["total_cost_p90"], "USD")
+    assert d["range"]["point"] == money(option.total_cost, "USD")
+    # the option's own range differs from the base's scaled by the ratio of the totals
+    scaled = theirs["total_cost_p90"] * option.total_cost / base.total_cost
+    assert abs(own["total_cost_p90"] - scaled) > 1000
+    # the quarters are the option's months: they add up to its total, not the base's
+    q = quarters(option)
+    assert sum(x["value"] for x in q) == pytest.approx(option.total_cost, rel=1e-12)
+    assert [x["amount"] for x in d["quarters"]] == [money(x["value"], "USD") for x in q]
+    assert sum(x["value"] for x in quarters(base)) != pytest.approx(option.total_cost, rel=1e-6)
+    # what the page says: the option's ask, GPUs and end; no risk is the base's failing check
+    assert d["ask"].startswith(f"Approve {money(own['total_cost_ask'], 'USD')}, the P80 of the total")
+    assert "option 1,024 H100 (TP 4 x PP 16 x DP 16): 1,024 × NVIDIA H100" in d["ask"]
+    assert Words("en").date(option.values["project_end"]) in d["ask"]
+    assert not any(r.startswith("Check failing") for r in d["risks"])
+    assert d["approvable"] and not d["base_chosen"]
+    text = render_markdown(base)
+    head = text[:text.index("## Status:")]
+    assert "Base plan:" not in head
+    assert "Recommended: **1,024 H100 (TP 4 x PP 16 x DP 16)**" in head
+    assert money(theirs["total_cost_ask"], "USD") not in head        # the base's ask nowhere on it
+    assert money(theirs["total_cost_p50"], "USD") not in head        # nor its P50
+    assert head.count(money(base.total_cost, "USD")) == 1            # the base: its row, once
+    # the report proper (after the page) is still the base plan's
+    assert "**Status: NOT APPROVABLE: 1 check fails**" in text or "## Status: NOT APPROVABLE" in text
+
+
+def test_a_base_that_is_recommended_keeps_its_page(catalog):
+    """The bundled searched example: the base passes and is the cheapest, so the page is the
+    base's own, as for a scenario without options (the figures of the seed's page)."""
+    from budget.plan.options import plan_file
+    from budget.plan.options import chosen_plan
+
+    plan = plan_file(SCENARIOS / "gpt3-175b-h100-searched.yaml", catalog)
+    assert chosen_plan(plan)[0] == 0
+    d = _decision_of(plan)
+    assert d["base_chosen"] and d["ask"].startswith("Approve 6,465,177 USD, the P80 of the total, to train")
+    assert "**Base plan: All checks pass** · Recommended:" in render_markdown(plan)
+
+
+@pytest.fixture(scope="module")
 def options_plan_zh(catalog):
     """The options scenario with `language: zh`."""
     from dataclasses import replace
@@ -124,19 +203,20 @@ def test_the_chinese_decision_page_says_the_same_in_chinese(options_plan_zh):
     with the same figures as the English page."""
     text = render_markdown(options_plan_zh)
     head = text[:text.index("## 状态：")]
-    assert head.index("## 提请决策事项") < head.index("**基准计划：不可审批（1 项校验未通过）**")
+    # the recommended option passes: the page is its own, the failing base one row of the table
+    assert "基准计划" not in head
     assert ("批准 6,465,177 USD（总计的 P80），用于训练 "
             "GPT-3 175B on 512 H100 (seed 002 worked example)，采用方案 512 H100, layout left to the search："
             "512 × NVIDIA H100 80GB SXM5，2027年1月4日开始，2027年10月12日结束。点估计 4,979,847 USD 位于 P47"
             "（P50 5,101,399 USD，P90 7,317,513 USD）；20% 固定预留金（5,975,816 USD）可覆盖 P71，不另行计入。") in head
-    assert " · 推荐：**512 H100, layout left to the search**（所有校验均通过的方案中成本最低者）" in head
+    assert "\n推荐：**512 H100, layout left to the search**（所有校验均通过的方案中成本最低者）" in head
     assert "| 方案 | 加速卡 | 训练天数 | 项目结束 | 总计 | 校验 |" in head
     assert "| 2027年10月12日 | 4,979,847 USD | 1 项未通过：" in head and "| 通过 |" in head
     assert ("（点估计 4,979,847 USD，位于 P47；申请金额 P80：6,465,177 USD）；项目结束日期 P90 2027年12月18日；"
             "训练天数 P10 103.5，P50 146.3，P90 206.7；计费卡时 P10 1,455,493，P50 2,056,848，P90 2,906,661。") in head
     assert "按季度支出：2027年第1季度 " in head
     assert "- GPU 租赁价格：取低值时 −699,727 USD，取高值时 +1,632,696 USD" in head
-    assert "- 校验未通过：" in head and "| 编制人 | 审核人 | 批准人 | 日期 |" in head
+    assert "- 校验未通过：" not in head and "| 编制人 | 审核人 | 批准人 | 日期 |" in head
     for english in ("Approve", "Recommended", "Top risks", "at its low value", "Prepared by"):
         assert english not in head, english
 
@@ -144,3 +224,13 @@ def test_the_chinese_decision_page_says_the_same_in_chinese(options_plan_zh):
 def _printed(tmp_path, plan, paper: str) -> list[str]:
     """The text of each page Chromium prints of the plan's HTML report on `paper`."""
     return _pages_text(_pdf_of(tmp_path, render_html(plan), paper))
+
+
+def test_the_command_line_states_each_options_own_ask(options_plan):
+    """An option's line on the command line: its own ask and where its own total sits (1,024 H100:
+    7,106,785 USD at P80, its total at P44), not the base's ask scaled by the totals (7,084,160)."""
+    from budget.cli.app import _summary
+
+    title, option = options_plan.options[1]
+    assert title == "1,024 H100 (TP 4 x PP 16 x DP 16)"
+    assert "total 5,456,622 USD; ask P80 7,106,785 USD (the total at P44)" in _summary(option)

@@ -163,6 +163,63 @@ def test_plan_json_lists_the_options_headline_figures(package_dir):
     assert options[0]["total_cost"] == doc["headline"]["total_cost"]
 
 
+def test_plan_json_carries_the_decisions_plan(package_dir, catalog):
+    """Issue 29: plan.json says which plan the decision asks for and why, its range and its monthly
+    spend — the decision page's figures — and every option's own range. Given the options example
+    (the base's pinned layout fails its memory check), the search-chosen layout on 512 H100 is
+    recommended; its range and ask are the report's."""
+    from budget.plan.options import plan_file
+    from budget.plan.sensitivity import cases, range_figures
+    from budget.render.report import report_context
+    from budget.render.words import Words
+
+    doc = _plan(package_dir, "gpt3-175b-options")
+    r = doc["recommendation"]
+    assert (r["option"], r["index"], r["base"], r["rule"]) == ("512 H100, layout left to the search", 4, False,
+                                                               "cheapest_passing")
+    assert r["reason"] == "Recommended: 512 H100, layout left to the search (the cheapest option whose checks all pass)"
+    assert [o["recommended"] for o in doc["options"]] == [False, False, False, False, True]
+    assert doc["range"] == doc["options"][4]["range"] and r["ask"] == doc["range"]["ask"]
+    # the page's figures: the report's decision page says the same range and ask
+    plan = plan_file(OPTIONS, catalog)
+    page, money = report_context(plan)["decision"], Words("en").money
+    for key, figure in (("p10", "total_cost_p10"), ("p50", "total_cost_p50"), ("p90", "total_cost_p90"),
+                        ("ask", "ask"), ("point", "total_cost")):
+        assert page["range"][key] == money(doc["range"][figure], "USD"), key
+    assert page["range"]["end_p90"] == doc["range"]["project_end_p90"]
+    # the monthly cash flow is the recommended plan's: it adds up to its total; the quarters of the page
+    months = doc["cashflow"]
+    assert months[0]["month"] == "2027-01" and months[-1]["month"] == "2027-09"
+    assert sum(m["total"] for m in months) == pytest.approx(r["total_cost"], rel=1e-12)
+    assert months[-1]["cumulative"] == pytest.approx(r["total_cost"], rel=1e-12)
+    assert len(page["quarters"]) == 3
+    # every option its own range, computed from its own plan (not the base's scaled)
+    plans = [plan, *(p for _, p in plan.options)]
+    for entry, p in zip(doc["options"], plans):
+        own = range_figures(p, cases(p))
+        assert entry["range"]["total_cost_p90"] == own["total_cost_p90"] == pytest.approx(own["total_cost_p90"])
+        assert entry["ask"] == entry["range"]["ask"] == own["total_cost_ask"]
+    base, dearer = doc["options"][0], doc["options"][2]          # 1,024 H100: its own spread
+    scaled = base["range"]["total_cost_p90"] * dearer["total_cost"] / base["total_cost"]
+    assert abs(dearer["range"]["total_cost_p90"] - scaled) > 1000
+
+
+def test_plan_json_of_a_scenario_without_options_decides_for_itself(package_dir):
+    doc = _plan(package_dir, "gpt3-175b-a100")
+    r = doc["recommendation"]
+    assert (r["index"], r["base"], r["rule"], r["reason"]) == (0, True, "no_options", "")
+    assert r["option"] == doc["scenario"]["name"] and r["ask"] == doc["headline"]["ask"]
+    assert doc["range"]["ask"] == doc["headline"]["ask"] and doc["range"]["total_cost"] == doc["headline"]["total_cost"]
+    assert sum(m["total"] for m in doc["cashflow"]) == pytest.approx(doc["headline"]["total_cost"], rel=1e-12)
+
+
+def test_index_names_the_recommended_option(package_dir):
+    text = " ".join(" ".join(_index(package_dir).text).split())
+    assert "Recommended: 512 H100, layout left to the search: the ask (P80 of its own total) 6,465,177 USD" in text
+    assert "total 4,979,847 USD (point estimate); the decision page is its own." in text
+    assert "512 H100, layout left to the search (recommended)" in text
+
+
 class _Links(html.parser.HTMLParser):
     def __init__(self):
         super().__init__()

@@ -329,7 +329,7 @@ def build_one(path: Path, catalog, lang: str | None, spool: Path | None = None, 
     if plan.layout is not None:
         lines.append(fmt("cli.layout", plan.lang, explanation=plan.layout.explanation))
     for title, option in plan.options:
-        lines.append(terminal_safe(fmt("cli.option", plan.lang, option=title, summary=_summary(option, base=plan))))
+        lines.append(terminal_safe(fmt("cli.option", plan.lang, option=title, summary=_summary(option))))
     if curve:
         lines += curve_lines(plan)
     return Built(plan.lang, outputs, warnings, lines, failing=failing_check_labels(plan))
@@ -429,19 +429,18 @@ def run_language(plans) -> str:
     return langs.pop() if len(langs) == 1 else DEFAULT_LANG
 
 
-def _summary(plan: Plan, lang: str | None = None, base: Plan | None = None) -> str:
+def _summary(plan: Plan, lang: str | None = None) -> str:
     """GPUs, accelerator, layout, days, GPU-hours, total and the ask (issue 25: the approval
     percentile of the total, and the percentile the total sits at) of one plan, in its language.
-    An option's range is its base plan's, relative (as on the Compare sheet and the decision page)."""
+    An option's range is its own plan's (issue 29: as on the Compare sheet and the decision page)."""
     from ..plan.sensitivity import cases, range_figures
-    v, base = plan.values, base or plan
-    rng = range_figures(base, cases(base))
-    scale = plan.total_cost / base.total_cost if base is not plan and base.total_cost else 1.0
+    v = plan.values
+    rng = range_figures(plan, cases(plan))
     return fmt("cli.summary", lang or plan.lang, gpus=plan.gpu_count, accelerator=v["accelerator_name"],
                layout=v["layout_label"], days=plan.train_days, gpu_hours=plan.gpu_hours,
                total=plan.total_cost, currency=plan.scenario.prices.currency,
                percentile=v["approval_percentile"],
-               ask=rng["total_cost_ask"] * scale, point=rng["point_percentile"])
+               ask=rng["total_cost_ask"], point=rng["point_percentile"])
 
 
 def _headline(plan: Plan, lang: str | None = None) -> str:

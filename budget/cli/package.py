@@ -24,6 +24,7 @@ import hashlib
 import json
 import math
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import Mapping
 
@@ -39,10 +40,12 @@ from .common import (EXIT_BAD_INPUT, EXIT_OK, _help, _print_error, add_lang_argu
                      write_reporting)
 from .output import Output
 from ..model.cashflow import cashflow_names
+from ..plan.options import chosen_plan
 from ..plan.plan import Plan, build_model
 
 # /2 (issue 25): total_cost is the point estimate without the flat buffer; the headline gains the ask
-PLAN_FORMAT = "trainbudget-plan/2"
+# /3 (issue 29): the decision's plan (recommendation, range, cashflow); each option its own range
+PLAN_FORMAT = "trainbudget-plan/3"
 SCHEMA_NAME = "plan.schema.json"
 INDEX_NAME = "index.html"
 SUMS_NAME = "SHA256SUMS"
@@ -96,14 +99,13 @@ def check_results(plan: Plan) -> list[dict]:
     return out
 
 
-def headline(plan: Plan, base: Plan | None = None) -> dict:
+def headline(plan: Plan) -> dict:
     """The figures an index or a dashboard shows first. The ask (issue 25): the approval percentile
-    of the total, where the total (the point estimate) and the total with the flat buffer sit;
-    an option's range is its base plan's, relative (as on the Compare sheet and the decision page)."""
+    of the total, where the total (the point estimate) and the total with the flat buffer sit,
+    each from the plan's own range (an option's from its own what-ifs, issue 29)."""
     from ..plan.sensitivity import cases, range_figures
-    v, base = plan.values, base or plan
-    rng = range_figures(base, cases(base))
-    scale = plan.total_cost / base.total_cost if base is not plan and base.total_cost else 1.0
+    v = plan.values
+    rng = range_figures(plan, cases(plan))
     failing = [c.name for c in plan.model.checks() if v[c.name] != 0] if plan.model else plan.failing_checks
     warnings = [w.name for w in plan.model.warnings() if v[w.name] != 0] if plan.model else []
     return {"gpu_count": plan.gpu_count, "accelerator": plan.scenario.hardware.accelerator,
@@ -112,12 +114,61 @@ def headline(plan: Plan, base: Plan | None = None) -> dict:
             "project_start": _iso(v["start_date"]) if "start_date" in v else None,
             "project_end": _iso(v["project_end"]), "rental_cost": plan.rental_cost,
             "total_cost": plan.total_cost, "currency": plan.scenario.prices.currency,
-            "approval_percentile": v["approval_percentile"], "ask": rng["total_cost_ask"] * scale,
+            "approval_percentile": v["approval_percentile"], "ask": rng["total_cost_ask"],
             "point_percentile": rng["point_percentile"], "buffered_total_cost": v["buffered_total_cost"],
             "buffer_percentile": rng["buffer_percentile"],
             "energy_mwh": v["energy_mwh"], "co2_tonnes": v["co2_tonnes"],
             "checks_failing": failing, "warnings": warnings,
             "status": "fail" if failing else ("warn" if warnings else "pass")}
+
+
+def plan_range(plan: Plan) -> dict:
+    """The plan's own range (the Sensitivity sheet's figures over its own what-ifs): P10/P50/P90 of
+    the total, the ask at the approval percentile, P90 of the project end, and the training days'
+    and billed card-hours' P10/P50/P90."""
+    from ..plan.sensitivity import cases, range_figures
+    rng, v = range_figures(plan, cases(plan)), plan.values
+    return {"total_cost_p10": rng["total_cost_p10"], "total_cost_p50": rng["total_cost_p50"],
+            "total_cost_p90": rng["total_cost_p90"], "ask": rng["total_cost_ask"],
+            "approval_percentile": v["approval_percentile"], "total_cost": plan.total_cost,
+            "point_percentile": rng["point_percentile"], "buffer_percentile": rng["buffer_percentile"],
+            "project_end_p90": _iso(rng["project_end_p90"]),
+            **{f"{figure}_{q}": rng[f"{figure}_{q}"] for figure in ("train_days", "card_gpu_hours")
+               for q in ("p10", "p50", "p90")}}
+
+
+def monthly_cashflow(plan: Plan) -> list[dict]:
+    """The plan's spend by calendar month (the Cashflow sheet's month totals, sized there for a
+    reviewer's edits): every month from the first to the last that spends, with the cumulative."""
+    v = plan.values
+    months = list(zip(v["cashflow_month_start"], v["cashflow_month_total"]))
+    last = max((k for k, (_, total) in enumerate(months) if total != 0), default=-1)
+    out, running = [], 0.0
+    for start, total in months[:last + 1]:
+        running += total
+        out.append({"month": _iso(start)[:7], "total": total, "cumulative": running})
+    return out
+
+
+def recommendation(plan: Plan) -> dict:
+    """Which plan the decision asks for and why: the cheapest option whose checks all pass (the
+    Compare sheet's rule), else the plan itself; the decision page shows that plan's own figures."""
+    from ..plan.options import chosen_plan, recommended
+    from ..render.words import Words
+
+    words = Words(plan.lang)
+    plans = [(plan.scenario.name, plan), *plan.options]
+    best = recommended([p.values for _, p in plans]) if plan.options else None
+    index, name, chosen = chosen_plan(plan)
+    if not plan.options:
+        rule, reason = "no_options", ""
+    elif best is None:
+        rule, reason = "none_passes", words("report.decision.none_passes")
+    else:
+        rule, reason = "cheapest_passing", words("report.decision.recommended", option=name)
+    return {"option": name, "index": index, "base": index == 0, "rule": rule, "reason": reason,
+            "status": headline(chosen)["status"], "total_cost": chosen.total_cost,
+            "ask": plan_range(chosen)["ask"]}
 
 
 def plan_document(plan: Plan, options: list[tuple[str, Plan]] | None = None,
@@ -140,6 +191,9 @@ def plan_document(plan: Plan, options: list[tuple[str, Plan]] | None = None,
         outputs[name] = _described(value, item.label if item else name, item.unit if item else "",
                                    bool(item) and item.unit == "date")
     s = plan.scenario
+    # the options as the plan carries them (the Compare sheet's), or as given here
+    decided = plan if plan.options or not options else replace(plan, options=tuple(options[1:]))
+    chosen, _, picked = chosen_plan(decided)
     return {
         "$schema": SCHEMA_NAME,
         "format": PLAN_FORMAT,
@@ -151,7 +205,13 @@ def plan_document(plan: Plan, options: list[tuple[str, Plan]] | None = None,
         "inputs": inputs,
         "outputs": outputs,
         "checks": check_results(plan),
-        "options": [{"name": name, "base": i == 0, **headline(p, plan)} for i, (name, p) in enumerate(options or [])],
+        "options": [{"name": name, "base": i == 0, "recommended": i == chosen,
+                     **headline(p), "range": plan_range(p)} for i, (name, p) in enumerate(options or [])],
+        # issue 29: the decision page's plan (the recommended option's, else the base's): which and
+        # why, its range and its monthly spend, so a dashboard can rebuild the page
+        "recommendation": recommendation(decided),
+        "range": plan_range(picked),
+        "cashflow": monthly_cashflow(picked),
     }
 
 
@@ -210,6 +270,21 @@ def plan_schema() -> dict:
     }
     headline = {"type": "object", "required": sorted(headline_props), "additionalProperties": False,
                 "properties": headline_props}
+    money = {"type": "number", "minimum": 0}
+    percentile = {"type": "number", "minimum": 0, "maximum": 100}
+    range_props = {  # i18n: not text
+        "total_cost_p10": money, "total_cost_p50": money, "total_cost_p90": money,
+        "ask": {**money, "description": "the total at approval_percentile of the range: the amount to approve"},
+        "approval_percentile": headline_props["approval_percentile"],
+        "total_cost": {**money, "description": "the point estimate"},
+        "point_percentile": {**percentile, "description": "the percentile of the range at which total_cost sits"},
+        "buffer_percentile": {**percentile, "description": "the percentile the flat buffer would cover"},
+        "project_end_p90": _nullable(_DATE),
+        **{f"{figure}_{q}": {"type": "number", "minimum": 0} for figure in ("train_days", "card_gpu_hours")
+           for q in ("p10", "p50", "p90")}}
+    plan_range = {"type": "object", "required": sorted(range_props), "additionalProperties": False,  # i18n: not text
+                  "description": "the plan's own range (its Sensitivity what-ifs; an option's from its own "
+                                 "plan, not the base's scaled)", "properties": range_props}
     described = {"type": "object", "required": ["value", "label", "unit"],  # i18n: not text
                  "properties": {"value": _VALUE, "label": {"type": "string"},
                                 "unit": {"type": "string"},
@@ -222,11 +297,12 @@ def plan_schema() -> dict:
         "title": "trainbudget plan",
         "description": "One scenario's plan as trainbudget computed it: every input with its "
                        "value and source, every named output (the workbook's defined names), the "
-                       "checks and warnings, and the options' headline figures. Money is in "
+                       "checks and warnings, the options' headline figures and ranges, and the "
+                       "decision's plan (recommendation, range, monthly cash flow). Money is in "
                        "headline.currency; dates are spreadsheet serials with an ISO copy.",
         "type": "object",
         "required": ["$schema", "format", "generator", "scenario", "files", "headline", "layout",
-                     "inputs", "outputs", "checks", "options"],
+                     "inputs", "outputs", "checks", "options", "recommendation", "range", "cashflow"],
         "additionalProperties": False,
         "properties": {
             "$schema": {"const": SCHEMA_NAME},
@@ -260,9 +336,33 @@ def plan_schema() -> dict:
             "options": {"type": "array", "description": "the base scenario then each option; empty "
                         "when the scenario has no options", "items": {
                 "type": "object", "additionalProperties": False,
-                "required": ["name", "base", *headline["required"]],
+                "required": ["name", "base", "recommended", "range", *headline["required"]],
                 "properties": {"name": {"type": "string"}, "base": {"type": "boolean"},
-                               **headline_props}}},
+                               "recommended": {"type": "boolean",
+                                               "description": "the option the decision asks for"},
+                               "range": plan_range, **headline_props}}},
+            "recommendation": {
+                "type": "object", "additionalProperties": False,
+                "description": "the plan the decision page asks for: the cheapest option whose checks all "
+                               "pass (the Compare sheet's rule), else the scenario's own plan",
+                "required": ["option", "index", "base", "rule", "reason", "status", "total_cost", "ask"],
+                "properties": {"option": {"type": "string", "description": "its name (the scenario's for the base)"},
+                               "index": {"type": "integer", "minimum": 0,
+                                         "description": "its place in options (0: the base)"},
+                               "base": {"type": "boolean"},
+                               "rule": {"enum": ["cheapest_passing", "none_passes", "no_options"]},
+                               "reason": {"type": "string", "description": "why, in the plan's language "
+                                          "(empty without options)"},
+                               "status": _STATUS, "total_cost": money, "ask": money}},
+            "range": {**plan_range, "description": "the range of the plan the decision asks for "
+                      "(recommendation): the decision page's"},
+            "cashflow": {"type": "array", "description": "the monthly spend of the plan the decision asks "
+                         "for (the Cashflow sheet's month totals), first to last month that spends",
+                         "items": {"type": "object", "additionalProperties": False,
+                                   "required": ["month", "total", "cumulative"],
+                                   "properties": {"month": {"type": "string", "pattern": r"^[0-9]{4}-[0-9]{2}$"},
+                                                  "total": {"type": "number"},
+                                                  "cumulative": {"type": "number"}}}},
         },
     }
 

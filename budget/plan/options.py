@@ -2,7 +2,7 @@
 
 `build_option_plans` plans every scenario `budget.inputs.options` merges; `plan_file` is what the
 command line plans for a scenario file; `recommended` is the rule the Compare sheet's
-recommendation cell computes and the decision page follows.
+recommendation cell computes and the decision page follows; `chosen_plan` the plan it picks.
 """
 
 from __future__ import annotations
@@ -74,3 +74,13 @@ def recommended(values: list) -> int | None:
     Compare sheet's recommendation cell computes."""
     passing = [(v["total_cost"], i) for i, v in enumerate(values) if v["master_check"] == 0]
     return min(passing)[1] if passing else None
+
+
+def chosen_plan(plan: Plan) -> tuple[int, str, Plan]:
+    """(index, name, plan) a decision is asked for: the recommended option when the plan has
+    options and one passes every check (the Compare sheet's recommendation), else the plan itself
+    (index 0, the base). The decision page and plan.json show this plan's own figures."""
+    plans = [(plan.scenario.name, plan), *plan.options]
+    best = recommended([p.values for _, p in plans]) if plan.options else None
+    i = best if best is not None else 0
+    return i, plans[i][0], plans[i][1]

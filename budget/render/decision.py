@@ -5,15 +5,17 @@ option and the alternatives, the P10/P50/P90 total, spend by quarter, the top ri
 swings of the Sensitivity sheet and every failing or warning check), the key assumptions and the
 sign-off block with the scenario's version digest. The reports lay it out; nothing here is
 computed twice: options are the plans the Compare sheet shows, the range and swings are the
-Sensitivity sheet's, the quarters sum the plan's months (the Cashflow sheet's).
+Sensitivity sheet's, the quarters sum the plan's months (the Cashflow sheet's). When an option
+other than the base is recommended, every one of those figures is that option's own plan's (its
+own what-ifs, its own months): one plan per page, the base one row of the options table.
 """
 
 from __future__ import annotations
 
 from ..core.dates import from_serial
 from ..core.i18n import text
-from ..model.model import UNCERTAIN
-from ..plan.options import recommended
+from ..model.model import UNCERTAIN, build_model
+from ..plan.options import chosen_plan, recommended
 from ..plan.sensitivity import cases, range_figures
 
 TOP_RISKS = 5
@@ -41,12 +43,20 @@ def _first_failing(plan) -> str:
     return next((c.sentence(v) for c in model.checks() if v[c.name] != 0), "")
 
 
-def decision(plan, status: dict, digest: str) -> dict:
+def decision(plan, state: dict, digest: str) -> dict:
+    """The page. Every figure on it — the ask, the range, the quarters, the risks, the
+    assumptions, the GPUs, days and end date — is the chosen plan's own (chosen_plan: the
+    recommended option, else the plan); the base plan, when it is not chosen, is one row of the
+    options table."""
     from .words import Words
 
-    v, cur, words = plan.values, plan.scenario.prices.currency, Words(plan.lang)
+    cur, words = plan.scenario.prices.currency, Words(plan.lang)
     plans = [(plan.scenario.name, plan), *plan.options]
     best = recommended([p.values for _, p in plans])
+    index, option, pick = chosen_plan(plan)
+    own = pick is not plan                  # an option other than the base is asked for
+    state = status(pick) if own else state
+    v = pick.values
     rows = []
     for i, (title, p) in enumerate(plans):
         pv = p.values
@@ -59,9 +69,9 @@ def decision(plan, status: dict, digest: str) -> dict:
                      "checks": words("report.decision.checks_pass") if not failing
                      else words("report.decision.checks_failing", count=failing, first=_first_failing(p)),
                      "recommended": i == best, "base": i == 0})
-    all_cases = cases(plan)
-    rng = range_figures(plan, all_cases)
-    model = plan.model
+    all_cases = cases(pick)
+    rng = range_figures(pick, all_cases)
+    model = pick.model
     swings = []
     for key in UNCERTAIN:
         label = text(f"uncertain.{key}.label", plan.lang)
@@ -72,8 +82,8 @@ def decision(plan, status: dict, digest: str) -> dict:
     risks = [words("report.decision.risk_swing", label=label, low=words.signed_money(lo, cur),
                    high=words.signed_money(hi, cur))
              for swing, label, lo, hi in swings if swing > 0][:TOP_RISKS]
-    risks += [words("report.decision.risk_check", text=c["text"]) for c in status["checks"]]
-    risks += [words("report.decision.risk_warning", text=w["text"]) for w in status["warnings"]]
+    risks += [words("report.decision.risk_check", text=c["text"]) for c in state["checks"]]
+    risks += [words("report.decision.risk_warning", text=w["text"]) for w in state["warnings"]]
     shown, more = risks[:TOP_RISKS + 3], max(0, len(risks) - TOP_RISKS - 3)
     chosen = plans[best][0] if best is not None else None
     assumptions = []
@@ -83,24 +93,22 @@ def decision(plan, status: dict, digest: str) -> dict:
         # an amount is shown in the currency it is typed in (its own currency cell)
         currency = v.get(getattr(d, "currency", "")) or cur
         assumptions.append({"label": d.label, "value": _shown(value, d.unit, currency, words)})
-    # The committee approves the recommended option when there is one, else the plan itself;
-    # an option's range is the base plan's relative range (as on the Compare sheet).
-    pick = plans[best][1] if (plan.options and best is not None) else plan
-    pv, scale = pick.values, pick.values["total_cost"] / v["total_cost"]
     at = approval(rng, v["approval_percentile"])
-    ask = {"ask": words.money(rng["total_cost_ask"] * scale, cur), **at,
-           "point": words.money(pv["total_cost"], cur), "buffered": words.money(pv["buffered_total_cost"], cur),
-           "buffer": f"{pv['buffer_rate']:.0%}",
-           "p50": words.money(rng["total_cost_p50"] * scale, cur),
-           "p90": words.money(rng["total_cost_p90"] * scale, cur), "name": plan.scenario.name,
-           "gpus": f"{pick.gpu_count:,}", "accelerator": pv["accelerator_name"],
-           "start": words.date(pv["start_date"]), "end": words.date(pv["project_end"])}
+    ask = {"ask": words.money(rng["total_cost_ask"], cur), **at,
+           "point": words.money(v["total_cost"], cur), "buffered": words.money(v["buffered_total_cost"], cur),
+           "buffer": f"{v['buffer_rate']:.0%}",
+           "p50": words.money(rng["total_cost_p50"], cur),
+           "p90": words.money(rng["total_cost_p90"], cur), "name": plan.scenario.name,
+           "gpus": f"{pick.gpu_count:,}", "accelerator": v["accelerator_name"],
+           "start": words.date(v["start_date"]), "end": words.date(v["project_end"])}
     return {
-        "ask": (words("report.decision.ask_option", option=plans[best][0], **ask) if pick is not plan
+        "ask": (words("report.decision.ask_option", option=option, **ask) if own
                 else words("report.decision.ask", **ask)),
-        "approvable": status["ok"],
+        "approvable": state["ok"],
         "recommended": chosen if plan.options else None,
         "none_passes": best is None and bool(plan.options),
+        "base_chosen": not own,      # the status line speaks of the base plan only when it is asked for
+        "option": option, "option_index": index,
         "options": rows,
         "range": {"p10": words.money(rng["total_cost_p10"], cur), "p50": words.money(rng["total_cost_p50"], cur),
                   "p90": words.money(rng["total_cost_p90"], cur), "point": words.money(v["total_cost"], cur),
@@ -110,11 +118,26 @@ def decision(plan, status: dict, digest: str) -> dict:
                   **{f"days_{q}": f"{rng[f'train_days_{q}']:,.1f}" for q in ("p10", "p50", "p90")},
                   **{f"gpuh_{q}": f"{rng[f'card_gpu_hours_{q}']:,.0f}" for q in ("p10", "p50", "p90")}},
         "quarters": [{"label": q["label"], "amount": words.money(q["value"], cur)}
-                     for q in quarters(plan)],
+                     for q in quarters(pick)],
         "risks": shown, "more_risks": more,
         "assumptions": assumptions,
         "digest": digest,
     }
+
+
+def status(plan) -> dict:
+    """What the report leads with: approvable or not, each failing check and each warning in
+    words with its fix. The same sentences as the workbook's Summary rows."""
+    from .words import Words
+
+    model, v, words = plan.model or build_model(plan.lang), plan.values, Words(plan.lang)
+    checks = [{"text": c.sentence(v), "fix": plan.fix_of(c)} for c in model.checks() if v[c.name] != 0]
+    warnings = [{"text": w.sentence(v), "fix": plan.fix_of(w)} for w in model.warnings() if v[w.name] != 0]
+    n = len(checks)
+    state = (words("report.status.all_pass") if not n else words("report.status.one_fails") if n == 1
+             else words("report.status.many_fail", count=n))
+    return {"ok": not n, "text": state, "checks": checks, "warnings": warnings,
+            "total_label": words("report.status.total") if not n else words("report.status.total_indicative")}
 
 
 def approval(rng: dict, percentile: float) -> dict[str, str]:

@@ -27,6 +27,7 @@ from ..model.model import AFTER_SUBTOTAL, COST_LINES, MEMO_LINES, build_model
 from ..core.dates import from_serial
 from ..plan.plan import Plan
 from ..plan.sensitivity import cases, range_figures
+from .decision import decision, status   # status: re-exported (the reports lead with it)
 from .words import Words
 
 PHASES = ("data_prep", "validation", "scaling", "training", "evaluation", "deployment")
@@ -73,19 +74,6 @@ def _value(name: str, value, unit: str, words: Words) -> str:
     return f"{value:,.2f}".rstrip("0").rstrip(".") if not float(value).is_integer() else f"{value:,.0f}"
 
 
-def status(plan: Plan) -> dict:
-    """What the report leads with: approvable or not, each failing check and each warning in
-    words with its fix. The same sentences as the workbook's Summary rows."""
-    model, v, words = plan.model or build_model(plan.lang), plan.values, Words(plan.lang)
-    checks = [{"text": c.sentence(v), "fix": plan.fix_of(c)} for c in model.checks() if v[c.name] != 0]
-    warnings = [{"text": w.sentence(v), "fix": plan.fix_of(w)} for w in model.warnings() if v[w.name] != 0]
-    n = len(checks)
-    state = (words("report.status.all_pass") if not n else words("report.status.one_fails") if n == 1
-             else words("report.status.many_fail", count=n))
-    return {"ok": not n, "text": state, "checks": checks, "warnings": warnings,
-            "total_label": words("report.status.total") if not n else words("report.status.total_indicative")}
-
-
 def report_context(plan: Plan) -> dict:
     """Everything the templates show. `t` is the plan language's messages (`t("report.x",
     days=3)`); render_html swaps in their HTML form. Gathered once for the Markdown and the HTML
@@ -101,7 +89,6 @@ _LAST_CONTEXT: list = []    # [plan, context]: the last rendered plan's
 
 
 def _report_context(plan: Plan) -> dict:
-    from .decision import decision
     from ..plan.plan import scenario_digest
 
     v, cur, words = plan.values, plan.scenario.prices.currency, Words(plan.lang)

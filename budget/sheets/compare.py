@@ -1,7 +1,8 @@
 """The Compare sheet: the scenario's options side by side, every figure a live formula.
 
 Each option is a column of the model grid (budget/grid.py) over that option's own inputs; the
-key figures, the recommendation (the cheapest option that passes every check, which includes
+key figures, each option's own range (issue 29: its own what-ifs, below the workings), the
+recommendation (the cheapest option that passes every check, which includes
 meeting the deadline) and a chart of days against cost sit above it. Workbook-scope names, one
 row each in option order: compare_option_names, compare_gpu_count, compare_train_days,
 compare_gpu_hours, compare_total_cost, compare_check_count.
@@ -12,7 +13,9 @@ from __future__ import annotations
 from openpyxl.chart import Reference, ScatterChart, Series
 from openpyxl.utils import get_column_letter
 
-from ..formula.expr import COUNT, IF, INDEX, MATCH, MIN, Cell, Ref
+from ..formula.expr import COUNT, IF, INDEX, MATCH, MIN, Area, Cell, Ref
+from ..model.model import UNCERTAIN
+from ..plan.sensitivity import APPROVAL_Z, SENSITIVITY_Z, Z90, range_exprs, row_figures
 from .grid import Variant, grid_rows, row_def, row_label, stage_count, write_grid
 
 
@@ -38,6 +41,16 @@ COMPARE_NAMES = {"gpu_count": "compare_gpu_count", "train_days": "compare_train_
                  "gpu_hours": "compare_gpu_hours", "total_cost": "compare_total_cost",
                  "master_check": "compare_check_count"}
 STAFF_TABLE = ("staff_role", "staff_headcount", "staff_monthly_cost", "staff_months")
+# issue 29: each option's own range (its own what-ifs), rows below the key figures
+RANGE_ROWS = ("total_cost_p10", "total_cost_p50", "total_cost_p90", "total_cost_ask")
+# an uncertain input's part of the range (plan.sensitivity.row_figures), one block of rows each
+ROW_FIGURES = ("log_mean", "log_spread", "end_mean", "end_spread", "days_mean", "days_spread", "gpuh_mean",
+               "gpuh_spread")
+# row_figures' cells: the what-if column's figure, at the input's low or high
+_CASE_FIGURES = {"total_low": ("total_cost", "low"), "total_high": ("total_cost", "high"),
+                 "end_low": ("project_end", "low"), "end_high": ("project_end", "high"),
+                 "days_low": ("train_days", "low"), "days_high": ("train_days", "high"),
+                 "gpuh_low": ("card_gpu_hours", "low"), "gpuh_high": ("card_gpu_hours", "high")}
 FIRST_COL = 4       # A: label, B: unit, C: name, then one column per option
 
 
@@ -72,8 +85,8 @@ def write_compare(w, ws, base, options) -> None:
 
     # The workings first (their rows are what the key figures point at), laid out below.
     key_top = head + 1
-    p90_row = key_top + len(KEY_FIGURES)
-    rec_row = p90_row + 2
+    range_top = key_top + len(KEY_FIGURES)
+    rec_row = range_top + len(RANGE_ROWS) + 1
     grid_top = rec_row + 6
     staff_blocks = _staff_blocks(model, base, options, variants)
     rows = grid_rows(model, stage_count(variants))
@@ -96,7 +109,7 @@ def write_compare(w, ws, base, options) -> None:
                              number_format(d.unit, d.kind))
             if item is not None and (item.is_flag or name == "master_check"):
                 w.flag_format(ws, cell.coordinate)
-    _p90(w, ws, p90_row, variants, row_of, base)
+    _ranges(w, ws, range_top, variants, row_of, [base, *(p for _, p in options)], model)
     for name, defined in COMPARE_NAMES.items():
         w.define(defined, ws, span.format(r=row_of[name]))
     _recommendation(w, ws, rec_row, variants, row_of)
@@ -108,28 +121,104 @@ def write_compare(w, ws, base, options) -> None:
     ws.print_area = f"A1:{get_column_letter(last_col)}{rec_row + 2}"
 
 
-def _row_label(w, ws, r: int, name: str, model) -> None:
+def _row_label(w, ws, r: int, name: str, model, named: bool = True) -> None:
     d = row_def(model, name)
     put_text(ws.cell(r, 1), row_label(w, model, name))
     w.unit_cell(ws, r, 2, d.unit)
-    put_text(ws.cell(r, 3), name)
-    ws.cell(r, 3).font = _style("NAME_FONT")
+    if named:
+        put_text(ws.cell(r, 3), name)
+        ws.cell(r, 3).font = _style("NAME_FONT")
 
 
-def _p90(w, ws, row: int, variants, row_of, base) -> None:
-    """Each option's P90 total, at the base plan's relative range (Sensitivity sheet): the
-    option's total × P90 ÷ the base total. An approximation, and the row says so."""
+def _ranges(w, ws, top: int, variants, row_of, plans, model) -> None:
+    """Each option's own range (issue 29): P10/P50/P90 of its total and the ask, by the Sensitivity
+    sheet's method over the option's own column. Below the workings, each option gets the
+    what-if columns of every uncertain input at its low and high value (its column with that input
+    set by the case's formula over the option's own cells; the rows the input does not move read
+    the option's column) and the rows of each input's part of the range; the rows here combine
+    them (plan.sensitivity.range_exprs), each a live formula."""
     from ..plan.sensitivity import cases, range_figures
 
-    p90 = range_figures(base, cases(base))["total_cost_p90"]
-    put_text(ws.cell(row, 1), w.m("workbook.compare.p90"))
-    w.unit_cell(ws, row, 2, "currency")
-    put_text(ws.cell(row, 3), w.m("workbook.compare.p90_name"))
-    ws.cell(row, 3).font = _style("NAME_FONT")
-    for j, v in enumerate(variants):
-        total = Cell(row_of["total_cost"], FIRST_COL + j)
-        w.formula(ws, row, FIRST_COL + j, total * Ref("total_cost_p90") / Ref("total_cost"),
-                  v.values["total_cost"] * p90 / base.values["total_cost"], "#,##0")
+    m = w.m
+    all_cases = [cases(p) for p in plans]
+    ranges = [range_figures(p, c) for p, c in zip(plans, all_cases)]
+    keys = list(UNCERTAIN)
+    # the range workings: below everything written so far
+    fig_top = ws.max_row + 4
+    ws.cell(fig_top - 2, 1, m("workbook.compare.range.workings")).font = _style("HEADING_FONT")
+    z_rows = {"sensitivity_z": fig_top, "approval_z": fig_top + 1}
+    first_fig = fig_top + 2
+    fig_row = {(f, k): first_fig + n * len(keys) + k for n, f in enumerate(ROW_FIGURES) for k in range(len(keys))}
+    case_top = first_fig + len(ROW_FIGURES) * len(keys) + 3
+    ws.cell(case_top - 2, 1, m("workbook.compare.range.whatifs")).font = _style("HEADING_FONT")
+    per = 2 * len(keys)                       # what-if columns per option
+    case_col = {(j, c.key, c.end): FIRST_COL + j * per + n
+                for j, cs in enumerate(all_cases) for n, c in enumerate(cs)}
+    rows = grid_rows(model, stage_count(variants))
+    row_items = {item.name for item in model.row_items()}
+    whatifs = []
+    for j, (v, cs) in enumerate(zip(variants, all_cases)):
+        letter = get_column_letter(FIRST_COL + j)
+        for c in cs:
+            only = frozenset({c.target, "total_cost", "project_end", "train_days", "card_gpu_hours",
+                              *model.affected_by({c.target}), *row_items})
+            own_cells = {**v.ranges, **{name: f"{letter}{row_of[name]}" for name in rows
+                                        if "#" not in name and name not in only}}
+            target, factor = Cell(row_of[c.target], FIRST_COL + j), Cell(row_of[f"unc_{c.key}_{c.end}"], FIRST_COL + j)
+            formula = factor if UNCERTAIN[c.key][2] == "points" else target * factor
+            title = m("workbook.compare.range.case", option=v.title,
+                      case=m(f"workbook.sensitivity.case.{c.end}", input=m(f"uncertain.{c.key}.label")))
+            whatifs.append(Variant(title, c.values, frozenset({c.target}), own_cells,
+                                   formulas={c.target: formula}, only=only))
+    for n, variant in enumerate(whatifs):
+        cell = ws.cell(case_top - 1, FIRST_COL + n)
+        put_text(cell, variant.title)
+        w.named(cell, "Header")
+        cell.alignment = _style("WRAP_TOP")
+    # labelled without the name column: each input's name stays once on the sheet, at the
+    # options' own rows above (what an import reads back)
+    case_row = write_grid(w, ws, case_top, FIRST_COL, whatifs, model,
+                          on_row=lambda r, name: _row_label(w, ws, r, name, model, named=False))
+
+    def own(j: int):
+        """Names over option j's column: its cells, the range's z and its workings."""
+        letter = get_column_letter(FIRST_COL + j)
+
+        def resolve(name: str) -> str:
+            if name in z_rows:
+                return f"{letter}{z_rows[name]}"
+            return f"{letter}{row_of[name]}" if name in row_of else name
+        return resolve
+
+    z_exprs = {"sensitivity_z": SENSITIVITY_Z, "approval_z": APPROVAL_Z}
+    for name, r in z_rows.items():
+        put_text(ws.cell(r, 1), m(f"workbook.sensitivity.range.{name}"))
+        put_text(ws.cell(r, 3), name)
+        ws.cell(r, 3).font = _style("NAME_FONT")
+    for (f, k), r in fig_row.items():
+        put_text(ws.cell(r, 1), m("workbook.compare.range.figure", figure=m(f"workbook.sensitivity.columns.{f}"),
+                                  input=m(f"uncertain.{keys[k]}.label")))
+        put_text(ws.cell(r, 3), f)
+        ws.cell(r, 3).font = _style("NAME_FONT")
+    for j, rng in enumerate(ranges):
+        col, resolve = FIRST_COL + j, own(j)
+        for name, r in z_rows.items():
+            w.formula(ws, r, col, z_exprs[name], rng.get(name, Z90), "0.0000", resolve)
+        for k, key in enumerate(keys):
+            def at(figure: str, k=k, key=key) -> Cell:
+                source, end = _CASE_FIGURES[figure]
+                return Cell(case_row[source], case_col[(j, key, end)])
+            figures = row_figures(at)
+            for f in ROW_FIGURES:
+                w.formula(ws, fig_row[(f, k)], col, figures[f], rng["rows"][k][f], "0.0000", resolve)
+        exprs = range_exprs(lambda f: Area(Cell(fig_row[(f, 0)], col), Cell(fig_row[(f, len(keys) - 1)], col)))
+        for n, name in enumerate(RANGE_ROWS):
+            w.formula(ws, top + n, col, exprs[name], rng[name], "#,##0", resolve)
+    for n, name in enumerate(RANGE_ROWS):
+        put_text(ws.cell(top + n, 1), m(f"workbook.compare.range.{name}"))
+        w.unit_cell(ws, top + n, 2, "currency")
+        put_text(ws.cell(top + n, 3), name)
+        ws.cell(top + n, 3).font = _style("NAME_FONT")
 
 
 def _recommendation(w, ws, row: int, variants, row_of) -> None:
