@@ -219,6 +219,11 @@ def _warnings(b: ModelBuilder, i: Inputs) -> None:
                               ROUND(r("validation_gpu_hours") / MAX(1, i.validation_gpus) / 24, 1),
                               ROUND(r("scaling_gpu_hours") / MAX(1, i.scaling_gpus) / 24, 1),
                               i.validation_weeks * 7, i.scaling_weeks * 7))
+    # issue 28: a de-risking run (validation, scaling) on more GPUs than the run it de-risks
+    b.warning("warn_derisking_gpus",
+              AND(OR(r("validation_gpu_hours") <= 0, i.validation_gpus <= i.gpu_count),
+                  OR(r("scaling_gpu_hours") <= 0, i.scaling_gpus <= i.gpu_count)),
+              detail=sentence(b, "warn_derisking_gpus", i.validation_gpus, i.scaling_gpus, i.gpu_count))
     b.warning("warn_power_known",
               AND(r("gpu_power_kw") > 0, OR(ISNUMBER(i.node_overhead_kw), ISNUMBER(acc("node_overhead_kw")))),
               detail=sentence(b, "warn_power_known", r("accelerator_name")))
