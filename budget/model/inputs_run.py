@@ -59,7 +59,7 @@ def batch_and_hardware(d: Declare) -> None:
     # issue 28: the job (pretraining, continued pretraining, SFT, LoRA) and LoRA's adapters
     b.input_section("job")
     add("job_mode", "mode", kind="choice", choices=JOB_MODES, path="job.mode", codec="text")
-    add("lora_rank", "rank", kind="integer", minimum=1, path="job.lora_rank", codec="int")
+    add("lora_rank", "width", kind="integer", minimum=1, path="job.lora_rank", codec="int")
     add("lora_targets", "mode", kind="choice", choices=LORA_TARGETS, path="job.lora_targets", codec="text")
     add("adapter_params_override", "parameters", minimum=1, optional=True, path="job.adapter_params",
         codec="count")
