@@ -258,3 +258,22 @@ def test_new_never_replaces_a_file(tmp_path, capsys):
     assert main(["new", "--job", "sft", "-o", str(path)]) == 2
     assert "already exists" in capsys.readouterr().err
     assert path.read_text(encoding="utf-8") == written
+
+
+# --- the workbook: a LoRA plan's inputs come back through import ---------------------------------
+
+def test_a_lora_workbook_imports_to_the_same_plan(catalog, tmp_path):
+    """The bundled LoRA's workbook, imported as a reviewer would (trainbudget import), plans the
+    same: its mode, rank, targets, base weights, evaluation GPUs and phase cap are input cells."""
+    from budget.inputs.importer import import_workbook
+    from budget.sheets.book import write_workbook
+
+    plan = plan_of(raw(SCENARIOS / "llama3-70b-lora-h100.yaml"), catalog, "lora")
+    book = tmp_path / "lora.xlsx"
+    book.write_bytes(write_workbook(plan).data)
+    data = import_workbook(book, catalog).data
+    assert data["job"]["mode"] == "lora" and data["job"]["lora_targets"] == "all_linear"
+    again = plan_of(data, catalog, "lora").values
+    for name in ("train_tokens", "adapter_params", "weights_gb", "model_flops_per_token", "memory_per_gpu_gb",
+                 "evaluation_gpus_used", "phase_cap_days", "experiment_cost", "total_cost"):
+        assert again[name] == pytest.approx(plan.values[name], rel=1e-9), name

@@ -181,10 +181,11 @@ def _train_tokens_from_epochs(data: dict, job: dict, mode: str) -> None:
 
 def check_job(s) -> None:
     """The adapter settings belong to a LoRA job; QLoRA's 4-bit base is modelled for LoRA only
-    (a full fine-tune or a pretraining updates every weight, which 4-bit storage cannot hold)."""
+    (a full fine-tune or a pretraining updates every weight, which 4-bit storage cannot hold).
+    Outside LoRA a setting at its default passes (a workbook's import writes every input)."""
     job = s.job
     if job.mode != "lora":
         for key in ("lora_rank", "lora_targets", "adapter_params", "base_weights"):
-            if key in job.model_fields_set:
+            if getattr(job, key) != JobSection.model_fields[key].default:
                 raise rule_error(Msg("errors.scenario.job_lora_only.message", key=key, mode=job.mode),
                                  Msg("errors.scenario.job_lora_only.fix", key=key), f"job.{key}")
