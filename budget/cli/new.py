@@ -85,8 +85,8 @@ def starter(job: str, lang: str = DEFAULT_LANG) -> str:
     """The commented starter scenario for `job`, in `lang`."""
     m = lambda key, **kw: fmt(f"cli.new.{key}", lang, **kw)     # noqa: E731
     lines = [*_comment(m("header", mode=job)), *_comment(m(f"modes.{job}")), ""]
-    lines.append(f"name: {_scalar(m('name', mode=job))}")
-    lines.append(f"language: {lang}")
+    lines.append(f"name: {_scalar(m('name', mode=job))}")  # i18n: not text (schema keys)
+    lines.append(f"language: {lang}")  # i18n: not text
     sections: dict[str, list] = {}
     for section, key, value, note in STARTERS[job]:
         sections.setdefault(section, []).append((key, value, note))

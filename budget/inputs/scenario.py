@@ -15,7 +15,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
-from pydantic import ValidationError, ValidationInfo, field_validator, model_validator
+from pydantic import PrivateAttr, ValidationError, ValidationInfo, field_validator, model_validator
 
 from .catalog import Catalog
 from ..core.errors import (Msg, Problem, ScenarioError, problems_from_validation, rule_error,
@@ -79,11 +79,21 @@ class Scenario(Section):
     # validated as a scenario of its own by budget/inputs/options.py (the base plan ignores them).
     options: list[dict] = []
 
-    @model_validator(mode="before")
+    # the paths the job mode's defaults filled (the Inputs sheet's source column says so)
+    _job_defaulted: frozenset = PrivateAttr(default_factory=frozenset)
+
+    @model_validator(mode="wrap")
     @classmethod
-    def _job_defaults(cls, data):
+    def _job_defaults(cls, data, handler):
         """The job mode's defaults, on the keys the scenario leaves out (schema/job.py)."""
-        return apply_job_defaults(data)
+        data, filled = apply_job_defaults(data)
+        s = handler(data)
+        s._job_defaulted = frozenset(filled)
+        return s
+
+    @property
+    def job_defaulted(self) -> frozenset:
+        return self._job_defaulted
 
     @field_validator("language")
     @classmethod

@@ -95,17 +95,19 @@ def _set_absent(data: dict, path: str, value) -> None:
     node.setdefault(last, value)
 
 
-def apply_job_defaults(data: object) -> object:
+def apply_job_defaults(data: object) -> tuple[object, set[str]]:
     """The scenario's raw mapping with its mode's defaults filled in where it gives no value,
     removed runs' tokens, weeks and GPUs set to 0, and, for sft and lora, data.train_tokens from
-    dataset_tokens × epochs. A copy: the caller's mapping is left as it was."""
+    dataset_tokens × epochs; and the paths so filled. A copy: the caller's mapping is left as it was."""
     if not isinstance(data, dict):
-        return data
+        return data, set()
     job = data.get("job")
     mode = job.get("mode", "pretraining") if isinstance(job, dict) else "pretraining"
     if mode not in MODE_DEFAULTS:
-        return data       # the schema names the unknown mode
+        return data, set()       # the schema names the unknown mode
     data = _copy(data)
+    written = {path for path in (*MODE_DEFAULTS[mode], *(p for ps in REMOVED_RUN.values() for p in ps))
+             if _get(data, path)[0] is not None}
     defaults = dict(MODE_DEFAULTS[mode])
     for run, paths in REMOVED_RUN.items():
         # a mode's default removal yields to a run the scenario sizes itself (a given key wins)
@@ -130,7 +132,9 @@ def apply_job_defaults(data: object) -> object:
     elif isinstance(job, dict) and (job.get("dataset_tokens") is not None or job.get("epochs") is not None):
         raise rule_error(Msg("errors.scenario.job_epochs_mode.message", mode=mode),
                          Msg("errors.scenario.job_epochs_mode.fix"), "job.dataset_tokens")
-    return data
+    filled = {path for path in (*MODE_DEFAULTS[mode], *(p for ps in REMOVED_RUN.values() for p in ps))
+              if path not in written and _get(data, path)[0] is not None}
+    return data, filled
 
 
 def _copy(data: dict) -> dict:
