@@ -103,7 +103,7 @@ def apply_job_defaults(data: object) -> tuple[object, set[str]]:
         return data, set()
     job = data.get("job")
     mode = job.get("mode", "pretraining") if isinstance(job, dict) else "pretraining"
-    if mode not in MODE_DEFAULTS:
+    if not isinstance(mode, str) or mode not in MODE_DEFAULTS:
         return data, set()       # the schema names the unknown mode
     data = _copy(data)
     written = {path for path in (*MODE_DEFAULTS[mode], *(p for ps in REMOVED_RUN.values() for p in ps))
