@@ -46,7 +46,8 @@ class JobSection(Section):
 # figures are planning judgements, not published ones: a fine-tune or a continued pretraining of
 # a released model needs no scaling-law or small-model validation run (its recipe is the base's),
 # the data is an existing corpus (a week's preparation), evaluation runs on one node, and no
-# phase defaulted is longer than the training itself (schedule.phase_share_cap).
+# phase defaulted is longer than the training itself (schedule.phase_share_cap); a fine-tune of a
+# day or less restarts on the nodes it has rather than holding a spare node.
 MODE_DEFAULTS: dict[str, dict[str, object]] = {
     "pretraining": {},
     "continued_pretraining": {
@@ -58,13 +59,13 @@ MODE_DEFAULTS: dict[str, dict[str, object]] = {
         "runs.validation": "none", "runs.scaling": "none", "runs.rollbacks": 0.0, "runs.post_training_tokens": 0,
         "schedule.data_prep_weeks": 1.0, "schedule.evaluation_weeks": 0.5, "schedule.deployment_weeks": 1.0,
         "schedule.evaluation_gpus": 8, "schedule.queue_days": 2.0, "schedule.setup_days": 1.0,
-        "schedule.phase_share_cap": 1.0, "storage.checkpoints_kept": 2,
+        "schedule.phase_share_cap": 1.0, "storage.checkpoints_kept": 2, "sizing.spare_nodes": 0,
     },
     "lora": {
         "runs.validation": "none", "runs.scaling": "none", "runs.rollbacks": 0.0, "runs.post_training_tokens": 0,
         "schedule.data_prep_weeks": 1.0, "schedule.evaluation_weeks": 0.5, "schedule.deployment_weeks": 1.0,
         "schedule.evaluation_gpus": 8, "schedule.queue_days": 2.0, "schedule.setup_days": 1.0,
-        "schedule.phase_share_cap": 1.0, "storage.checkpoints_kept": 2,
+        "schedule.phase_share_cap": 1.0, "storage.checkpoints_kept": 2, "sizing.spare_nodes": 0,
     },
 }
 
