@@ -238,6 +238,17 @@ PLAIN_CASES["deadline-date-405b-june-30"] = (SCENARIOS / "llama3.1-405b-h100.yam
     "stages": [], "parallelism": {}, "sources": {}, "hardware.gpu_count": None, "hardware.mfu": None,
     "data.train_tokens": "15T", "schedule.start_date": "2027-01-04", "schedule.deadline": "2027-06-30"})
 
+# Issue 28: the job modes' bundled scenarios — a continued pretraining without de-risking runs, a
+# full-weight SFT over epochs, a LoRA on a frozen 70B base (adapters' gradients and optimizer
+# states only, 4·N + 6·adapters FLOPs), evaluation on its own GPUs and phases capped at the
+# training days — and the LoRA as QLoRA (a 4-bit base with its quantisation constants).
+PLAIN_CASES.update({
+    "job-continued-pretraining-70b": (SCENARIOS / "llama2-70b-continued-h100.yaml", {}),
+    "job-sft-8b": (SCENARIOS / "llama3-8b-sft-h100.yaml", {}),
+    "job-lora-70b": (SCENARIOS / "llama3-70b-lora-h100.yaml", {}),
+    "job-qlora-70b": (SCENARIOS / "llama3-70b-lora-h100.yaml", {"job.base_weights": "int4"}),
+})
+
 # Live edits: (base case, {defined name: new cell value}, the same edit as scenario changes).
 EDIT_CASES = {
     # a reviewer switches the seed to in-memory checkpoints with a faster job start

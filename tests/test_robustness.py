@@ -465,7 +465,7 @@ def build_or_reject(catalog, name: str, data: dict):
     return plan, book
 
 
-MUTANTS_PER_SCENARIO = sized(500, 40)   # x 7 bundled scenarios (500: about as many mutants as 700 x 5 were)
+MUTANTS_PER_SCENARIO = sized(500, 40)   # x 11 bundled scenarios (500: about as many mutants as 700 x 5 were)
 MUTANT_SETTINGS = settings(derandomize=True, database=None, deadline=None, print_blob=True,
                            max_examples=MUTANTS_PER_SCENARIO, suppress_health_check=list(HealthCheck))
 

@@ -113,6 +113,23 @@ def test_the_schema_accepts_every_bundled_scenario(path, catalog):
     assert loader_problems(data, catalog) is None       # the loader takes the same data as the schema saw it
 
 
+@pytest.mark.parametrize("lang", ["en", "zh"])
+@pytest.mark.parametrize("job", ["pretraining", "continued_pretraining", "sft", "lora"])
+def test_the_schema_accepts_every_starter_of_trainbudget_new_which_names_it(job, lang, tmp_path, catalog):
+    """`trainbudget new --job MODE -o FILE` names the schema relative to FILE, and the schema
+    (the starter's language's) accepts what it wrote, as the loader does."""
+    from budget.cli.new import starter
+    path = tmp_path / "deeper" / "plan.yaml"
+    path.parent.mkdir()
+    path.write_text(starter(job, lang, path), encoding="utf-8")
+    first = path.read_text(encoding="utf-8").splitlines()[0]
+    assert (path.parent / first.partition("$schema=")[2]).resolve() == (ROOT / SCHEMA_DIR / file_name(lang)).resolve()
+    data = load(path)
+    zh = jsonschema.Draft202012Validator(json.loads((ROOT / SCHEMA_DIR / file_name(lang)).read_text(encoding="utf-8")))
+    assert schema_errors(data) == [] and not list(zh.iter_errors(data))
+    assert loader_problems(data, catalog) is None
+
+
 @pytest.mark.parametrize("path", [p for p in BUNDLED if "options" in load(p)], ids=lambda p: p.name)
 def test_the_schema_accepts_every_option_merged_onto_its_base(path):
     data = load(path)

@@ -5,6 +5,8 @@
     trainbudget import BOOK.xlsx -o SCENARIO.yaml
                                      a workbook's input cells (as a reviewer left them) back
                                      into a scenario
+    trainbudget new --job MODE [-o FILE]
+                                     a commented starter scenario for a job mode (budget/cli/new.py)
     trainbudget package A.yaml [B.yaml ...] -o DIR
                                      the approval package: every workbook and report, each
                                      plan as NAME.plan.json (and its JSON Schema), index.html
@@ -246,6 +248,9 @@ def main(argv: list[str] | None = None) -> int:
     # `import` is a command unless a scenario file of that name is meant.
     if argv and argv[0] == "import" and not Path("import").is_file():
         return import_main(argv[1:])
+    if argv and argv[0] == "new" and not Path("new").is_file():     # issue 28: a starter scenario
+        from .new import new_main
+        return new_main(argv[1:])
     if argv and argv[0] == "package" and not Path("package").is_file():
         from .package import package_main
         return package_main(argv[1:])

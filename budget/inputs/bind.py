@@ -130,6 +130,12 @@ class Binder:
         """The generic case: the value at the definition's path, through its codec."""
         raw = get_path(self.s, d.path)
         value = None if raw is None else CODECS[d.codec].encode(raw)
+        job = self.s.job
+        if d.path == "data.train_tokens" and job.dataset_tokens is not None:      # issue 28: sft, lora
+            return InputValue(value, self.text("job_epochs", file=self.file, dataset=job.dataset_tokens,
+                                               epochs=job.epochs))
+        if d.path in self.s.job_defaulted:     # issue 28: filled by the job mode's defaults
+            return InputValue(value, self.text("job_default", mode=self.s.job.mode))
         if d.path in self.explicit:
             return InputValue(value, self.source_of(d.path))
         if d.constant is not None:

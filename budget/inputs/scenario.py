@@ -15,7 +15,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
-from pydantic import ValidationError, ValidationInfo, field_validator, model_validator
+from pydantic import PrivateAttr, ValidationError, ValidationInfo, field_validator, model_validator
 
 from .catalog import Catalog
 from ..core.errors import (Msg, Problem, ScenarioError, problems_from_validation, rule_error,
@@ -25,6 +25,7 @@ from .schema.approval import ApprovalSection, PlausibilitySection, UncertaintySe
 from .schema.base import MAX_ROWS, LongText, SafeText, Section, character_problem, formula_lead, number
 from .schema.constants import ConstantsSection
 from .schema.efficiency import CalibrationSection, EfficiencySection, check_calibration
+from .schema.job import JobSection, apply_job_defaults, check_job
 from .schema.hardware import (PRECISIONS, CatalogSection, HardwareSection, MemorySection, ParallelismSection,
                               SizingSection, check_layout, check_precision, check_utilisation, precision_note)
 from .schema.model import ModelSection, resolve_shape
@@ -47,6 +48,8 @@ class Scenario(Section):
     # The language of the workbook, the reports and the messages (budget/messages/<lang>/);
     # the command line's --lang wins over it.
     language: str = "en"
+    # issue 28: pretraining, continued pretraining, SFT or LoRA, each with its own defaults
+    job: JobSection = JobSection()
     model: ModelSection
     data: DataSection
     hardware: HardwareSection
@@ -75,6 +78,22 @@ class Scenario(Section):
     # Alternatives to compare: raw mappings of overrides, each merged onto this scenario and
     # validated as a scenario of its own by budget/inputs/options.py (the base plan ignores them).
     options: list[dict] = []
+
+    # the paths the job mode's defaults filled (the Inputs sheet's source column says so)
+    _job_defaulted: frozenset = PrivateAttr(default_factory=frozenset)
+
+    @model_validator(mode="wrap")
+    @classmethod
+    def _job_defaults(cls, data, handler):
+        """The job mode's defaults, on the keys the scenario leaves out (schema/job.py)."""
+        data, filled = apply_job_defaults(data)
+        s = handler(data)
+        s._job_defaulted = frozenset(filled)
+        return s
+
+    @property
+    def job_defaulted(self) -> frozenset:
+        return self._job_defaulted
 
     @field_validator("language")
     @classmethod
@@ -108,6 +127,7 @@ class Scenario(Section):
         check_calibration(self.calibration, self.parallelism, self.hardware, shape)
         check_utilisation(self.hardware)
         check_deadlines(self)
+        check_job(self)
         return self
 
 

@@ -160,12 +160,31 @@ def descriptions(lang: str = DEFAULT_LANG) -> dict[str, str]:
     return out
 
 
+def _train_tokens_by_job(schema: dict) -> None:
+    from .schema.job import TOKENS_FROM_EPOCHS
+
+    """data.train_tokens is required but for sft and lora jobs, whose tokens may be
+    job.dataset_tokens × job.epochs instead (budget/inputs/schema/job.py fills it before the
+    sections validate): a condition on the job's mode, as the loader's rule."""
+    data = schema["$defs"]["DataSection"]
+    data["required"] = [name for name in data.get("required", []) if name != "train_tokens"]
+    if not data["required"]:
+        del data["required"]
+    schema["required"] = [name for name in schema["required"] if name != "data"]   # the condition requires it
+    tokens = {"properties": {"data": {"required": ["train_tokens"]}}, "required": ["data"]}
+    epochs = {"properties": {"job": {"required": ["dataset_tokens"]}}}
+    fine_tuning = {"properties": {"job": {"properties": {"mode": {"enum": list(TOKENS_FROM_EPOCHS)}},
+                                          "required": ["mode"]}}, "required": ["job"]}
+    schema.setdefault("allOf", []).append({"if": fine_tuning, "then": {"anyOf": [tokens, epochs]}, "else": tokens})
+
+
 def scenario_schema(lang: str = DEFAULT_LANG) -> dict:
     """The schema, as a JSON document (keys in a stable order)."""
     from .scenario import Scenario
 
     schema = Scenario.model_json_schema(schema_generator=_Generator, mode="validation")
     _walk(schema, _tidy)
+    _train_tokens_by_job(schema)
     texts = messages(lang)
     words = descriptions(lang)
     defs = schema.get("$defs", {})

@@ -182,7 +182,11 @@ def _warnings(b: ModelBuilder, i: Inputs) -> None:
     b.warning("warn_training_within_a_year", r("stretched_training_days") <= 365,
               detail=sentence(b, "warn_training_within_a_year", ROUND(r("stretched_training_days"), 0)))
     ratio = r("tokens_per_param")
-    b.warning("warn_tokens_per_param", AND(ratio >= i.tokens_per_param_low, ratio <= i.tokens_per_param_high),
+    # issue 28: a fine-tune (sft, lora) trains on few tokens per parameter by design, and its staff
+    # and evaluation outweigh tens of GPU-hours: neither pretraining band applies to it
+    fine_tune = OR(i.job_mode.eq("sft"), i.job_mode.eq("lora"))
+    b.warning("warn_tokens_per_param",
+              OR(fine_tune, AND(ratio >= i.tokens_per_param_low, ratio <= i.tokens_per_param_high)),
               detail=sentence(b, "warn_tokens_per_param", ROUND(ratio, 1)))
     b.warning("warn_staffing", SUM(i.staff_headcount) > 0, detail=sentence(b, "warn_staffing"))
     b.warning("warn_staff_months",
@@ -198,8 +202,8 @@ def _warnings(b: ModelBuilder, i: Inputs) -> None:
     b.warning("warn_full_node", i.gpu_count >= r("gpus_per_node"),
               detail=sentence(b, "warn_full_node", i.gpu_count))
     b.warning("warn_cost_per_gpu_hour",
-              AND(r("cost_per_gpu_hour_all_in") >= i.cost_per_gpu_hour_low * r("fx_plausibility"),
-                  r("cost_per_gpu_hour_all_in") <= i.cost_per_gpu_hour_high * r("fx_plausibility")),
+              OR(fine_tune, AND(r("cost_per_gpu_hour_all_in") >= i.cost_per_gpu_hour_low * r("fx_plausibility"),
+                  r("cost_per_gpu_hour_all_in") <= i.cost_per_gpu_hour_high * r("fx_plausibility"))),
               detail=sentence(b, "warn_cost_per_gpu_hour", ROUND(r("cost_per_gpu_hour_all_in"), 2),
                               ROUND(i.cost_per_gpu_hour_low * r("fx_plausibility"), 2),
                               ROUND(i.cost_per_gpu_hour_high * r("fx_plausibility"), 2)))
@@ -219,6 +223,11 @@ def _warnings(b: ModelBuilder, i: Inputs) -> None:
                               ROUND(r("validation_gpu_hours") / MAX(1, i.validation_gpus) / 24, 1),
                               ROUND(r("scaling_gpu_hours") / MAX(1, i.scaling_gpus) / 24, 1),
                               i.validation_weeks * 7, i.scaling_weeks * 7))
+    # issue 28: a de-risking run (validation, scaling) on more GPUs than the run it de-risks
+    b.warning("warn_derisking_gpus",
+              AND(OR(r("validation_gpu_hours") <= 0, i.validation_gpus <= i.gpu_count),
+                  OR(r("scaling_gpu_hours") <= 0, i.scaling_gpus <= i.gpu_count)),
+              detail=sentence(b, "warn_derisking_gpus", i.validation_gpus, i.scaling_gpus, i.gpu_count))
     b.warning("warn_power_known",
               AND(r("gpu_power_kw") > 0, OR(ISNUMBER(i.node_overhead_kw), ISNUMBER(acc("node_overhead_kw")))),
               detail=sentence(b, "warn_power_known", r("accelerator_name")))

@@ -60,8 +60,11 @@ def _gpu_rental(b: ModelBuilder, i: Inputs, fx: dict[str, Expr]) -> None:
 
     b.section("gpu_rental")
     b.item("rental_cost", "currency", r("gpu_hours") * tier_rate)
+    # evaluation bills its own GPUs, not the cluster's (issue 28; the same when they are the cluster)
     billed_h = b.item("billed_gpu_hours", "GPU-h",
-                      r("reserved_gpus") * r("billed_days") * 24 + r("card_allowance_billed_only_gpu_hours"))
+                      r("reserved_gpus") * r("billed_days") * 24
+                      - (r("reserved_gpus") - r("evaluation_gpus_used")) * r("evaluation_days") * 24
+                      + r("card_allowance_billed_only_gpu_hours"))
     committed = b.item("committed_gpus", "GPUs",
                        IF(ISNUMBER(i.reserved_committed_gpus), i.reserved_committed_gpus, r("reserved_gpus")))
     term_h = b.item("reserved_term_hours", "hours", i.reserved_term_months * 365 / 12 * 24)

@@ -38,6 +38,10 @@ CHECKPOINT_FORMATS = ("full", "no_fp32_master", "weights_only")
 # storage; waits only for the copy to host memory (PyTorch DCP async_save, MegaScale); or keeps
 # checkpoints in peers' memory and restarts from there (Gemini, SOSP'23; ByteCheckpoint)
 CHECKPOINT_MODES = ("synchronous", "asynchronous", "in_memory")
+# issue 28: the job's mode, what LoRA adapts and how the frozen base is held (schema/job.py)
+JOB_MODES = ("pretraining", "continued_pretraining", "sft", "lora")
+LORA_TARGETS = ("attention_qv", "attention", "all_linear")
+BASE_WEIGHTS = ("bf16", "int4")
 # What a date deadline (schedule.deadline) is met by: the end of training or of the project
 DEADLINE_APPLIES_TO = ("training_end", "project_end")
 

@@ -64,7 +64,7 @@ def step_time(b: ModelBuilder, i: Inputs) -> None:
                                                r("intra_node_gb_per_s")))
     dpcp = r("dp_size") * cp
     dp_gb = b.item("dp_comm_gb", "GB",
-                   2 * (dpcp - 1) / dpcp * Ref("model_params") / (tp * pp)
+                   2 * (dpcp - 1) / dpcp * Ref("trainable_params") / (tp * pp)
                    * i.grad_bytes_per_param * IF(i.zero_stage > 2, i.zero3_comm_factor, 1)
                    / i.bytes_per_gb)
     dp_s = b.item("dp_comm_s", "s", dp_gb / r("scale_out_gb_per_s"))
@@ -124,9 +124,10 @@ def _fitted_step_time(b: ModelBuilder, i: Inputs) -> None:
     attention factor has its own immaturity factor."""
     r = Ref
     b.section("fitted_step_time")
-    fpt, fwd = i.flops_per_param_token, i.forward_flops_per_param_token / i.flops_per_param_token
+    fpt = r("flops_per_param_token_used")          # 4 under LoRA, 6 otherwise (issue 28)
+    fwd = i.forward_flops_per_param_token / fpt
     full, selective = i.recompute.eq("full"), i.recompute.eq("selective")
-    matmul = fpt * (r("params_active") - r("params_lookup"))
+    matmul = fpt * (r("params_active") - r("params_lookup")) + r("adapter_flops_per_token")
     b.item("matmul_hardware_flops_per_token", "FLOP/token",
            IF(full, matmul + fwd * (matmul - fpt * i.vocab_size * i.hidden_size), matmul))
     b.item("attention_hardware_flops_per_token", "FLOP/token",

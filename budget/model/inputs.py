@@ -26,7 +26,9 @@ SEARCH_INPUTS = ("gpu_type", "model_layers", "hidden_size", "attention_heads", "
                  # FP8/FP4 compute caches part of the activations in one byte
                  "compute_precision", "fp8_activation_share",
                  # the utilisation model ranks the layouts (issue 13)
-                 "efficiency_model")
+                 "efficiency_model",
+                 # issue 28: a LoRA job's frozen base and adapters set its memory and FLOPs
+                 "job_mode", "lora_rank", "lora_targets", "adapter_params_override", "base_weights")
 SEARCH_ITEMS = ("peak_tflops", "hbm_gb", "gpus_per_node", "scale_up_gpus", "intra_node_gb_per_s",
                 "scale_out_gb_per_s")
 
@@ -64,6 +66,14 @@ def constants(d: Declare) -> None:
     constant("ffn_width_per_hidden", "×", 4.0, minimum=1)
     constant("gated_ffn_matrices", "matrices", 3.0, minimum=3, maximum=3)
     constant("forward_flops_per_param_token", "FLOP/(parameter·token)", 2.0, minimum=0)
+    # issue 28: a frozen weight's FLOPs per token under LoRA: the forward (2) and the backward's
+    # gradient with respect to the input (2), not the one with respect to the weight (Hu et al.
+    # 2021, arXiv:2106.09685 §4.2: "we do not need to calculate the gradients ... for most parameters")
+    constant("frozen_flops_per_param_token", "FLOP/(parameter·token)", 4.0, minimum=0)
+    # QLoRA (Dettmers et al. 2023, arXiv:2305.14314 §2): 4-bit NF4 weights, and double-quantised
+    # constants of 8/64 + 32/(64·256) = 0.127 bits per parameter
+    constant("qlora_weight_bits_per_param", "bits/parameter", 4.0, minimum=0)
+    constant("qlora_constant_bits_per_param", "bits/parameter", 0.127, minimum=0)
     constant("causal_attention_fraction", "fraction", 0.5, minimum=0, maximum=1, kind="fraction")
     constant("korthikanti_split_bytes", "bytes/(s·b·h)", 24.0, minimum=24, maximum=24)
     constant("dropout_mask_bytes", "bytes", 1.0, minimum=0)

@@ -3,7 +3,7 @@ sizing, the efficiency models, memory, the stages of a multi-stage run and a mea
 
 from __future__ import annotations
 
-from .declare import (ACTIVATIONS, COMPUTE_PRECISIONS, EFFICIENCY_MODELS, EFFICIENCY_STACKS, FITTED_COEFFICIENTS,
+from .declare import (ACTIVATIONS, BASE_WEIGHTS, COMPUTE_PRECISIONS, JOB_MODES, LORA_TARGETS, EFFICIENCY_MODELS, EFFICIENCY_STACKS, FITTED_COEFFICIENTS,
                       FLOPS_BASES, MATURITIES, MFU_PEAKS, PIPELINE_SCHEDULES, POSITIONS, RECOMPUTE_MODES, YES_NO,
                       Declare)
 
@@ -55,6 +55,15 @@ def batch_and_hardware(d: Declare) -> None:
     b.input_section("data_and_batch")
     add("train_tokens", "tokens", minimum=1, positive=True, path="data.train_tokens", codec="count")
     add("global_batch_sequences", "sequences", kind="integer", minimum=1, path="data.global_batch_sequences")
+
+    # issue 28: the job (pretraining, continued pretraining, SFT, LoRA) and LoRA's adapters
+    b.input_section("job")
+    add("job_mode", "mode", kind="choice", choices=JOB_MODES, path="job.mode", codec="text")
+    add("lora_rank", "width", kind="integer", minimum=1, path="job.lora_rank", codec="int")
+    add("lora_targets", "mode", kind="choice", choices=LORA_TARGETS, path="job.lora_targets", codec="text")
+    add("adapter_params_override", "parameters", minimum=1, optional=True, path="job.adapter_params",
+        codec="count")
+    add("base_weights", "mode", kind="choice", choices=BASE_WEIGHTS, path="job.base_weights", codec="text")
 
     b.input_section("hardware")
     add("gpu_type", "catalog id", kind="choice", choices_from="acc_id", path="hardware.accelerator",

@@ -54,6 +54,12 @@ def timeline(d: Declare) -> None:
     add("scaling_weeks", "weeks", minimum=0, path="schedule.scaling_weeks")
     add("scaling_gpus", "GPUs", kind="integer", minimum=0, path="schedule.scaling_gpus", codec="int")
     add("evaluation_weeks", "weeks", minimum=0, path="schedule.evaluation_weeks")
+    # issue 28: evaluation's own GPUs (blank: the reserved cluster), and the phases' cap as a
+    # share of the training days (blank: none)
+    add("evaluation_gpus", "GPUs", kind="integer", minimum=1, optional=True, path="schedule.evaluation_gpus",
+        codec="int")
+    add("phase_share_cap", "fraction of training", minimum=0, positive=True, optional=True,
+        path="schedule.phase_share_cap")
     add("deployment_weeks", "weeks", minimum=0, path="schedule.deployment_weeks")
     # issue 27: the deadline as a date, and whether training or the project must end by it
     add("deadline_date", "date", kind="date", optional=True, path="schedule.deadline", codec="date")

@@ -16,9 +16,18 @@ def memory(b: ModelBuilder, i: Inputs) -> None:
     usable = b.item("usable_hbm_gb", "GB", hbm * i.usable_memory_fraction)
 
     b.section("model_states")
-    w = b.item("weights_gb", "GB", Ref("model_params") * i.weight_bytes_per_param / i.bytes_per_gb)
-    g = b.item("gradients_gb", "GB", Ref("model_params") * i.grad_bytes_per_param / i.bytes_per_gb)
-    o = b.item("optimizer_gb", "GB", Ref("model_params") * i.optimizer_bytes_per_param / i.bytes_per_gb)
+    # issue 28: under LoRA the base is frozen (no gradients, no optimizer states) and held in 16
+    # bits, or in 4-bit NF4 with its constants (QLoRA); the adapters are trained as usual
+    lora = i.job_mode.eq("lora")
+    base = b.item("base_weight_bytes_per_param", "bytes/parameter",
+                  IF(AND(lora, i.base_weights.eq("int4")),
+                     (i.qlora_weight_bits_per_param + i.qlora_constant_bits_per_param) / i.bits_per_byte,
+                     i.weight_bytes_per_param))
+    w = b.item("weights_gb", "GB",
+               (Ref("model_params") * base + IF(lora, Ref("adapter_params") * i.weight_bytes_per_param, 0))
+               / i.bytes_per_gb)
+    g = b.item("gradients_gb", "GB", Ref("trainable_params") * i.grad_bytes_per_param / i.bytes_per_gb)
+    o = b.item("optimizer_gb", "GB", Ref("trainable_params") * i.optimizer_bytes_per_param / i.bytes_per_gb)
 
     b.section("activations")
     mode = b.item("activation_mode", "text", i.recompute.concat("/").concat(i.sequence_parallel))
@@ -104,7 +113,7 @@ def memory(b: ModelBuilder, i: Inputs) -> None:
     # PyTorch FSDP's rate limiter: the layer computing and the one prefetched are gathered in full
     gathered = b.item("zero3_gathered_gb", "GB",
                       IF(zero > 2, i.zero3_gathered_layers * Ref("model_params") / i.model_layers
-                         * i.weight_bytes_per_param / tp / i.bytes_per_gb, 0))
+                         * base / tp / i.bytes_per_gb, 0))
     per_gpu = b.item("memory_per_gpu_gb", "GB", w_gpu + g_gpu + o_gpu + a_gpu + gathered)
     b.item("memory_headroom_gb", "GB", usable - per_gpu)
 

@@ -36,7 +36,8 @@ def schedule(b: ModelBuilder, i: Inputs) -> None:
                       IF(i.vocab_size <= i.small_vocab_limit, i.token_id_bytes, 2 * i.token_id_bytes)))
     tok = b.item("dataset_tokenized_gb", "GB", i.train_tokens * width / i.bytes_per_gb)
     b.item("dataset_gb", "GB", IF(ISNUMBER(i.dataset_gb_override), i.dataset_gb_override, raw + tok))
-    b.item("checkpoint_weights_gb", "GB", Ref("model_params") * i.weight_bytes_per_param / i.bytes_per_gb)
+    # a checkpoint holds what is trained: every weight, or a LoRA job's adapters (issue 28)
+    ckpt_w = b.item("checkpoint_weights_gb", "GB", Ref("trainable_params") * i.weight_bytes_per_param / i.bytes_per_gb)
     # what one checkpoint holds per parameter (storage.checkpoint_format): weights and optimizer
     # states, the same without the fp32 master copy, or the weights alone
     held = b.item("checkpoint_bytes_per_param", "bytes/parameter",
@@ -45,7 +46,7 @@ def schedule(b: ModelBuilder, i: Inputs) -> None:
                        i.optimizer_bytes_per_param
                        - IF(i.checkpoint_format.eq("no_fp32_master"),
                             MIN(i.master_bytes_per_param, i.optimizer_bytes_per_param), 0)))
-    full = b.item("checkpoint_full_gb", "GB", Ref("model_params") * held / i.bytes_per_gb)
+    full = b.item("checkpoint_full_gb", "GB", Ref("trainable_params") * held / i.bytes_per_gb)
     b.item("checkpoint_storage_gb", "GB",
            IF(ISNUMBER(i.checkpoint_storage_gb_override), i.checkpoint_storage_gb_override,
               i.checkpoints_kept * full))
@@ -60,7 +61,10 @@ def schedule(b: ModelBuilder, i: Inputs) -> None:
     # What one GPU holds of a checkpoint, copied from its memory at each checkpoint: its weights
     # and the part of its optimizer states the format keeps (Memory sheet, after TP, PP and ZeRO)
     kept = IF(i.optimizer_bytes_per_param > 0, (held - i.weight_bytes_per_param) / i.optimizer_bytes_per_param, 0)
-    share = b.item("checkpoint_state_per_gpu_gb", "GB", r("weights_per_gpu_gb") + r("optimizer_per_gpu_gb") * kept)
+    # (under LoRA, the adapters' share of the weights it holds: the frozen base is not written)
+    trained = IF(r("weights_gb") > 0, ckpt_w / r("weights_gb"), 0)
+    share = b.item("checkpoint_state_per_gpu_gb", "GB",
+                   r("weights_per_gpu_gb") * trained + r("optimizer_per_gpu_gb") * kept)
     sync = i.checkpoint_mode.eq("synchronous")
     in_memory = i.checkpoint_mode.eq("in_memory")
     # What the training waits for (δ): the whole write to storage, or only the copy of its share
@@ -111,7 +115,11 @@ def schedule(b: ModelBuilder, i: Inputs) -> None:
 
     b.section("run_schedule")
     transfer = b.item("transfer_days", "days", tok * i.bits_per_byte / i.transfer_gbit_per_s / 86400)
-    evaluation = b.item("evaluation_days", "days", i.evaluation_weeks * 7)
+    # issue 28: every phase beside training at most schedule.phase_share_cap of the training days
+    b.item("phase_cap_days", "days", IF(ISNUMBER(i.phase_share_cap), i.phase_share_cap, 0) * r("train_days"))
+    evaluation = b.item("evaluation_days", "days", capped_phase(i, i.evaluation_weeks * 7))
+    # evaluation holds its own GPUs (blank: the reserved cluster)
+    b.item("evaluation_gpus_used", "GPUs", IF(ISNUMBER(i.evaluation_gpus), i.evaluation_gpus, r("reserved_gpus")))
     cal = r("card_allowance_days")
     non_training = b.item("non_training_days", "days", i.queue_days + i.setup_days + transfer + loss + cal)
     b.item("non_training_margin", "fraction of training", non_training / r("train_days"))
@@ -120,16 +128,21 @@ def schedule(b: ModelBuilder, i: Inputs) -> None:
     b.item("billed_days", "days", i.setup_days + transfer + stretched + cal + evaluation)
 
 
+def capped_phase(i: Inputs, days: Expr) -> Expr:
+    """A phase's days, at most phase_cap_days where schedule.phase_share_cap is given (issue 28)."""
+    return IF(ISNUMBER(i.phase_share_cap), MIN(days, Ref("phase_cap_days")), days)
+
+
 def timeline(b: ModelBuilder, i: Inputs) -> None:
     r = Ref
     b.sheet("Timeline", "phases")
-    phases = [("data_prep", i.data_prep_weeks * 7),
-              ("validation", i.validation_weeks * 7),
-              ("scaling", i.scaling_weeks * 7),
+    phases = [("data_prep", capped_phase(i, i.data_prep_weeks * 7)),
+              ("validation", capped_phase(i, i.validation_weeks * 7)),
+              ("scaling", capped_phase(i, i.scaling_weeks * 7)),
               ("training", i.queue_days + i.setup_days + r("transfer_days") + r("stretched_training_days")
                + r("rollback_days") + r("card_allowance_days")),
               ("evaluation", r("evaluation_days")),
-              ("deployment", i.deployment_weeks * 7)]
+              ("deployment", capped_phase(i, i.deployment_weeks * 7))]
     previous = i.start_date
     for key, days in phases:   # items <key>_start and <key>_end
         start = b.item(f"{key}_start", "date", previous)

@@ -86,6 +86,28 @@ def params(b: ModelBuilder, i: Inputs) -> None:
     total = b.item("model_params", "parameters", given(i.params_override, shape))
     b.item("params_active", "parameters",
            IF(moe, given(i.active_params_override, active), total))
+    adapters(b, i)
+
+
+def adapters(b: ModelBuilder, i: Inputs) -> None:
+    """Issue 28: LoRA's adapter parameters (Hu et al. 2021, arXiv:2106.09685 §4: a d×k weight
+    gains B (d×r) and A (r×k), r·(d + k) parameters) on the matrices lora_targets names, in every
+    layer: attention_qv, W_q (h → heads·d) and W_v (h → kv_heads·d) as Hu et al. §7.1; attention,
+    W_q, W_k, W_v and W_o; all_linear, those and each dense FFN matrix (h ↔ f), as QLoRA does (an
+    MoE model's experts are not counted: give job.adapter_params). The trainable parameters are
+    the adapters' under LoRA, every parameter otherwise."""
+    r, h, L, rank = Ref, i.hidden_size, i.model_layers, i.lora_rank
+    q = i.attention_heads * r("head_dim_used")
+    kv = r("kv_heads_used") * r("head_dim_used")
+    qv = rank * (h + q) + rank * (h + kv)
+    attention = qv + rank * (h + kv) + rank * (q + h)
+    per_layer = b.item("adapter_params_layer", "parameters",
+                       IF(i.lora_targets.eq("attention_qv"), qv,
+                          IF(i.lora_targets.eq("attention"), attention,
+                             attention + r("ffn_matrices") * rank * (h + r("ffn_hidden_used")))))
+    adapter = b.item("adapter_params", "parameters",
+                     IF(ISNUMBER(i.adapter_params_override), i.adapter_params_override, L * per_layer))
+    b.item("trainable_params", "parameters", IF(i.job_mode.eq("lora"), adapter, r("model_params")))
 
 
 def flops_per_token(b: ModelBuilder, i: Inputs) -> None:
@@ -100,11 +122,19 @@ def flops_per_token(b: ModelBuilder, i: Inputs) -> None:
     width = b.item("attention_score_width", "width",
                    heads * (Ref("head_dim_used") + IF(ISNUMBER(i.mla_rope_head_dim), i.mla_rope_head_dim, 0)
                             + IF(ISNUMBER(i.mla_v_head_dim), i.mla_v_head_dim, Ref("head_dim_used"))))
-    six = b.item("flops_per_token_6n", "FLOP/token", i.flops_per_param_token * Ref("params_active"))
+    # LoRA (issue 28): the frozen weights' forward and input-gradient passes (4·N, Hu et al. 2021
+    # §4.2), plus the adapters' full 6 per parameter (Kaplan et al. 2020's 6·N·D convention)
+    lora = i.job_mode.eq("lora")
+    per_param = b.item("flops_per_param_token_used", "FLOP/(parameter·token)",
+                       IF(lora, i.frozen_flops_per_param_token, i.flops_per_param_token))
+    adapter = b.item("adapter_flops_per_token", "FLOP/token",
+                     IF(lora, i.flops_per_param_token * Ref("adapter_params"), 0))
+    six = b.item("flops_per_token_6n", "FLOP/token", per_param * Ref("params_active") + adapter)
+    # the attention scores have no weights: both their backward products are input gradients
     attn = b.item("attention_flops_per_token", "FLOP/token",
                   i.flops_per_param_token * L * i.seq_len * width * i.causal_attention_fraction)
     full = b.item("flops_per_token_with_attention", "FLOP/token",
-                  i.flops_per_param_token * (Ref("params_active") - lookup) + attn)
+                  per_param * (Ref("params_active") - lookup) + attn + adapter)
     b.item("model_flops_per_token", "FLOP/token", IF(i.flops_basis.eq("with_attention"), full, six))
 
 
@@ -114,10 +144,10 @@ def utilisation(b: ModelBuilder, i: Inputs) -> None:
     Eq. 3), selective adds the attention scores' FLOPs once more (Korthikanti et al. 2022, Eq. 8,
     which reproduces their Table 5). A typed HFU is converted to MFU on the chosen basis."""
     r = Ref
-    fwd = i.forward_flops_per_param_token / i.flops_per_param_token
+    fwd = i.forward_flops_per_param_token / r("flops_per_param_token_used")
     extra = b.item("recompute_flops_per_token", "FLOP/token",
                    IF(i.recompute.eq("full"),
-                      fwd * (r("model_flops_per_token") - i.flops_per_param_token * i.vocab_size * i.hidden_size),
+                      fwd * (r("model_flops_per_token") - r("flops_per_param_token_used") * i.vocab_size * i.hidden_size),
                       IF(i.recompute.eq("selective"), r("attention_flops_per_token"), 0)))
     hw = b.item("hardware_flops_per_token", "FLOP/token", r("model_flops_per_token") + extra)
     ratio = b.item("model_to_hardware_flops", "fraction", r("model_flops_per_token") / hw)

@@ -42,6 +42,11 @@ class ScheduleSection(Section):
     scaling_weeks: Weeks = 4.0
     scaling_gpus: whole(ge=0, le=10_000_000) = 128
     evaluation_weeks: Weeks = 2.0
+    # issue 28: the GPUs evaluation holds (blank: the whole reserved cluster, as before)
+    evaluation_gpus: whole(ge=1, le=10_000_000) | None = None
+    # issue 28: each phase beside training (data preparation, validation, scaling, evaluation,
+    # deployment) at most this share of the training days; blank: the weeks as given
+    phase_share_cap: number(gt=0, le=100) | None = None
     deployment_weeks: Weeks = 2.0
     # issue 27: a deadline on the calendar, met by the end of the training phase (queue, setup and
     # transfer included) or of the project, at the approval percentile of the training days; the

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import math
 
+from typing import Literal
+
 from ...core.errors import Msg, rule_error
 from .base import GpuCount, Params, PositiveInt, SafeText, Section, Tokens, counted, number, whole
 from .hardware import HardwareSection, ParallelismSection
@@ -21,10 +23,14 @@ class DataSection(Section):
 class RunsSection(Section):
     """The runs besides the main one, sized by what they train (seed 002 weeks 3-8), the
     rollbacks a run suffers, post-training and serving."""
+    # issue 28: `none` removes a run (its tokens, weeks and GPUs 0: no cost, no Timeline phase);
+    # tokens 0 and weeks 0 do the same
+    validation: Literal["run", "none"] = "run"
+    scaling: Literal["run", "none"] = "run"
     validation_params: Params = 7e9                # seed 002's largest; capped at the model itself
-    validation_tokens: Tokens = 100e9
+    validation_tokens: counted(0, 1e16) = 100e9
     scaling_params: Params = 70e9
-    scaling_tokens: Tokens = 200e9
+    scaling_tokens: counted(0, 1e16) = 200e9
     rollbacks: number(ge=0, le=10_000) = 20.0
     rollback_steps: number(ge=0, le=1e9) = 100.0
     post_training_tokens: counted(0, 1e16) = 30e9
