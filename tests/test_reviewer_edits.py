@@ -163,6 +163,26 @@ def edit_reference_model(wb):
     _set(wb, "efficiency_model", "reference")
 
 
+# issue 29: what the importer refuses, typed or pasted past the data validation
+def edit_blank(name):
+    def edit(wb):
+        _set(wb, name, None)
+    return edit
+
+
+def edit_typed(name, value):
+    def edit(wb):
+        _set(wb, name, value)
+    return edit
+
+
+def edit_staff_text(name, value):
+    """The first staffing row's `name` typed as text (a headcount of "four", a cost of "12,000")."""
+    def edit(wb):
+        _cells(wb, name)[0].value = value
+    return edit
+
+
 EDITS = {
     "seed-mfu-zero": ("seed", edit_mfu_zero),
     "seed-buffer-row-deleted": ("seed", edit_delete_buffer_row),
@@ -177,6 +197,12 @@ EDITS = {
     "seed-new-catalog-row": ("seed", edit_new_catalog_row),
     "seed-currency-eur": ("seed", edit_currency),
     "searched-reference-model": ("searched", edit_reference_model),
+    "seed-gpu-price-blank": ("seed", edit_blank("price_per_gpu_hour")),
+    "seed-headcount-text": ("seed", edit_staff_text("staff_headcount", "four")),
+    "seed-monthly-cost-text": ("seed", edit_staff_text("staff_monthly_cost", "12,000")),
+    "searched-buffer-20": ("searched", edit_typed("buffer_rate", 20)),
+    "searched-pue-pasted-0.5": ("searched", edit_typed("pue", 0.5)),
+    "searched-tp-text": ("searched", edit_typed("tp_size", "8 GPUs")),
 }
 
 
@@ -656,3 +682,39 @@ def test_gnumeric_fails_closed_on_mfu_zero(reviewed, gnumeric):
     assert _is_number(master) and master > 0
     assert master == book["master_check"]
     assert not _is_number(values.get(book.names["total_cost"]))
+
+
+# --- input integrity (issue 29) ----------------------------------------------------------------
+# edit -> (the check that fails, words its Summary line and its Checks sentence hold)
+INTEGRITY = {
+    "seed-gpu-price-blank": ("check_inputs_gpu_prices",
+                             ["GPU price as quoted for the tier", "is blank", "type a number of at least 0"]),
+    "seed-headcount-text": ("check_inputs_staffing",
+                            ["Headcount", "holds text or a number outside its validation",
+                             "type a number of at least 0 in every row"]),
+    "seed-monthly-cost-text": ("check_inputs_staffing", ["Monthly cost", "holds text"]),
+    "searched-buffer-20": ("check_inputs_contingency",
+                           ["is 20", "type a number from 0 to 1", "type 0.20 for 20%"]),
+    "searched-pue-pasted-0.5": ("check_inputs_energy_and_carbon", ["PUE", "is 0.5", "of at least 1"]),
+    "searched-tp-text": ("check_inputs_parallel_layout", ["is 8 GPUs", "type a whole number"]),
+}
+
+
+@pytest.mark.parametrize("name", list(INTEGRITY))
+def test_what_the_importer_refuses_fails_a_check_that_names_it(reviewed, name):
+    """A blank required input, text in a number cell (a headcount or a monthly cost of a staffing
+    row too, which the totals would otherwise drop), a percentage typed as a whole number and a
+    value pasted outside its validation: the importer refuses each, and the book now fails closed
+    on each, as the importer would. The section's input check fails (one more failing check than
+    the book as generated, so never "All checks pass"), and its sentence on the Summary and on the
+    Checks sheet names the input, what it holds and what to type instead."""
+    book = reviewed[name]
+    base = reviewed[EDITS[name][0]]
+    check, words = INTEGRITY[name]
+    assert base[check] == 0 and book[check] == 1
+    assert _is_number(book["master_check"]) and book["master_check"] >= base["master_check"] + 1
+    _assert_flags_are_numbers(book)
+    line = book.values.get(_summary_lines(book)[check])
+    assert isinstance(line, str) and all(w in line for w in words), line
+    checks_row = book.names[check].replace("!B", "!E")
+    assert book.values.get(checks_row), "the Checks sheet gives no fix"

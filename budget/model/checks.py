@@ -11,6 +11,7 @@ from ..formula.expr import (ABS, AND, COLUMNS, COUNTA, DATE, IF, ISERROR, ISNUMB
 from .cost import COST_LINES, FX_FACTORS
 from .declare import Inputs
 from .inputs import SEARCH_INPUTS, SEARCH_ITEMS
+from .integrity import input_checks
 from .lineitems import ModelBuilder
 from .stages import STAGE_CHECKS, stage_rows
 from .tables import acc
@@ -37,6 +38,9 @@ def checks_and_warnings(b: ModelBuilder, i: Inputs) -> None:
     what is wrong in words built from the live cells, for the Summary's failing-check lines.
     The master check counts the checks; the warnings are counted apart."""
     r = Ref
+    # issue 29: every input's cell holds what the importer accepts (blank, text, 20 for 0.20 fail)
+    b.sheet("Checks", "input_integrity")
+    input_checks(b)
     _layout_checks(b, i)
     _run_checks(b, i)
     _consistency_checks(b, i)
