@@ -84,3 +84,11 @@ def test_a_percentage_typed_as_a_whole_number_says_how_to_type_it():
     sentence = detail.sentence({**values, **{n: MODEL.inputs[n].minimum or 0.0 for n in values
                                              if n != "buffer_rate" and MODEL.inputs[n].minimum}})
     assert "is 20" in sentence and "type 0.20 for 20%" in sentence, sentence
+
+
+def test_the_importer_says_the_same_of_a_percentage():
+    """… and the importer, refusing the same 20, gives the same advice (its rule reads the same
+    declaration: a fraction)."""
+    with pytest.raises(WorkbookError) as refused:
+        _cell_value(_Book(), MODEL.inputs["buffer_rate"], "Inputs!B1", 20)
+    assert "0.20 for 20%" in str(refused.value)
