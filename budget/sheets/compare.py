@@ -12,7 +12,7 @@ from __future__ import annotations
 from openpyxl.chart import Reference, ScatterChart, Series
 from openpyxl.utils import get_column_letter
 
-from ..formula.expr import COUNT, COUNTA, IF, INDEX, MATCH, MIN, Cell, Ref, lift
+from ..formula.expr import COLUMNS, COUNT, IF, INDEX, MATCH, MIN, SUMPRODUCT, Blanks, Cell, Ref, lift
 from .grid import Variant, grid_rows, row_def, row_label, stage_count, write_grid
 
 
@@ -159,7 +159,8 @@ def _recommendation(w, ws, row: int, variants, row_of) -> None:
     after = get_column_letter(FIRST_COL + len(variants))
     spare = get_column_letter(FIRST_COL + len(variants) + ADDED_COLUMNS - 1)
     w.define("compare_added_columns", ws, f"${after}${HEAD_ROW}:${spare}${HEAD_ROW}")
-    added = COUNTA(Ref("compare_added_columns"))
+    spare_cells = Ref("compare_added_columns")
+    added = COLUMNS(spare_cells) - SUMPRODUCT(Blanks(spare_cells))
     cell = w.formula(ws, row + 1, 2,
                      IF(added > 0, lift(m("workbook.compare.columns_added")).concat(added),
                         IF(COUNT(eligible).eq(0), none_passes, cheapest)), expected, None)
