@@ -40,12 +40,14 @@ pytestmark = pytest.mark.office
 
 TOLERANCE = 1e-9
 DEADLINE = SCENARIOS / "llama3-70b-h100-deadline.yaml"
+OPTIONS = SCENARIOS / "gpt3-175b-options.yaml"
 SEARCHED = {"parallelism": {}, "sources": {}, "hardware.effective_tflops": None,
             "hardware.peak_tflops": None, "memory.activation_gb_per_microbatch": None}
 BASES = {
     "seed": (SEED_H100, {}),
     "searched": (SEED_H100, SEARCHED),
     "deadline": (DEADLINE, {}),
+    "options": (OPTIONS, {}),      # the seed with options: the Compare sheet (issue 29)
 }
 LONGER_SCHEDULE = {"evaluation_weeks": 30, "queue_days": 60}
 SCHEDULE_CHANGES = {f"schedule.{name}": value for name, value in LONGER_SCHEDULE.items()}
@@ -163,6 +165,92 @@ def edit_reference_model(wb):
     _set(wb, "efficiency_model", "reference")
 
 
+# issue 29: what the importer refuses, typed or pasted past the data validation
+def edit_blank(name):
+    def edit(wb):
+        _set(wb, name, None)
+    return edit
+
+
+def edit_typed(name, value):
+    def edit(wb):
+        _set(wb, name, value)
+    return edit
+
+
+def _insert_row(wb, sheet: str, row: int) -> None:
+    """A row inserted above `row` of `sheet`, as Excel and LibreOffice insert it: the cells move
+    down, and so does every defined name on the sheet at or below it (a range spanning the row
+    grows). openpyxl moves the cells alone; the names are moved here (no formula on the Cost
+    sheet refers to a cell by its address)."""
+    wb[sheet].insert_rows(row)
+    for name, dn in list(wb.defined_names.items()):
+        where, _, ref = dn.attr_text.rpartition("!")
+        if where.strip("'") != sheet:
+            continue
+        def moved(m):
+            r = int(m.group(2))
+            return f"{m.group(1)}{r + 1 if r >= row else r}"
+        dn.attr_text = where + "!" + CELL_REF.sub(moved, ref)
+
+
+CELL_REF = re.compile(r"(\$?[A-Z]+\$?)(\d+)")
+EXTRA_COST = ("Software licences", 250000)
+
+
+def edit_cost_row_inserted(wb):
+    """A row inserted inside the Cost sheet's lines, just below the network line, with an amount."""
+    row = _cells(wb, "network_cost")[0].row + 1
+    _insert_row(wb, "Cost", row)
+    wb["Cost"].cell(row, 1, EXTRA_COST[0])
+    wb["Cost"].cell(row, 2, EXTRA_COST[1])
+
+
+def edit_cost_figure_below(wb):
+    """An amount typed two rows below the Cost sheet's last line."""
+    ws = wb["Cost"]
+    last = max(c.row for name in wb.defined_names if _target(wb, name)[0] == "Cost"
+               for c in _cells(wb, name) if not name.startswith("cost_sheet"))
+    ws.cell(last + 2, 1, EXTRA_COST[0])
+    ws.cell(last + 2, 2, EXTRA_COST[1])
+
+
+def edit_cost_line_overwritten(wb):
+    """The storage line overwritten with a figure (the total adds it as it stands)."""
+    _set(wb, "storage_cost", EXTRA_COST[1])
+
+
+def edit_option_column_pasted(wb):
+    """The last option's column of the Compare sheet copied to the column right of it, titled
+    as a new option (a reviewer comparing one more GPU price)."""
+    from openpyxl.formula.translate import Translator
+    ws = wb["Compare"]
+    last = max(c.column for c in _cells_of_row(wb, "compare_option_names"))
+    for row in ws.iter_rows(min_col=last, max_col=last):
+        cell = row[0]
+        value = cell.value
+        if isinstance(value, str) and value.startswith("="):
+            value = Translator(value, origin=cell.coordinate).translate_formula(
+                f"{openpyxl.utils.get_column_letter(last + 1)}{cell.row}")
+        ws.cell(cell.row, last + 1, value)
+    ws.cell(_cells_of_row(wb, "compare_option_names")[0].row, last + 1, PASTED_OPTION)
+
+
+PASTED_OPTION = "1,024 H100 at a reviewer's price"
+
+
+def _cells_of_row(wb, name: str) -> list:
+    sheet, ref = _target(wb, name)
+    return list(wb[sheet][ref][0])
+
+
+def edit_staff_text(name, value):
+    """The first staffing row's `name` typed as text (a headcount of "four", a cost of "12,000")."""
+    def edit(wb):
+        _cells(wb, name)[0].value = value
+    return edit
+
+
 EDITS = {
     "seed-mfu-zero": ("seed", edit_mfu_zero),
     "seed-buffer-row-deleted": ("seed", edit_delete_buffer_row),
@@ -177,6 +265,16 @@ EDITS = {
     "seed-new-catalog-row": ("seed", edit_new_catalog_row),
     "seed-currency-eur": ("seed", edit_currency),
     "searched-reference-model": ("searched", edit_reference_model),
+    "seed-gpu-price-blank": ("seed", edit_blank("price_per_gpu_hour")),
+    "seed-headcount-text": ("seed", edit_staff_text("staff_headcount", "four")),
+    "seed-monthly-cost-text": ("seed", edit_staff_text("staff_monthly_cost", "12,000")),
+    "searched-buffer-20": ("searched", edit_typed("buffer_rate", 20)),
+    "searched-pue-pasted-0.5": ("searched", edit_typed("pue", 0.5)),
+    "searched-tp-text": ("searched", edit_typed("tp_size", "8 GPUs")),
+    "seed-cost-row-inserted": ("seed", edit_cost_row_inserted),
+    "seed-cost-figure-below": ("seed", edit_cost_figure_below),
+    "seed-cost-line-overwritten": ("seed", edit_cost_line_overwritten),
+    "options-column-pasted": ("options", edit_option_column_pasted),
 }
 
 
@@ -211,7 +309,8 @@ def reviewed(tmp_path_factory, catalog) -> dict[str, Book]:
     folder = tmp_path_factory.mktemp("reviewer-edits")
     books: dict[str, Book] = {}
     for name, (path, changes) in BASES.items():
-        plan = plan_of(with_changes(raw(path), changes), catalog, path.stem)
+        plan = _options_plan(path, catalog) if path == OPTIONS else \
+            plan_of(with_changes(raw(path), changes), catalog, path.stem)
         result = write_workbook(plan)
         book = folder / f"{name}.xlsx"
         book.write_bytes(result.data)
@@ -231,6 +330,13 @@ def reviewed(tmp_path_factory, catalog) -> dict[str, Book]:
     for book in books.values():
         book.values = read_values(recalculated[book.path])
     return books
+
+
+def _options_plan(path: Path, catalog):
+    from dataclasses import replace
+    from budget.plan.options import build_option_plans
+    plans = build_option_plans(raw(path), catalog, path=path.name, scenario_id=path.stem)
+    return replace(plans[0][1], options=tuple(plans[1:]))
 
 
 def _formulas(path: Path, sheets) -> dict:
@@ -620,7 +726,7 @@ def test_summary_says_in_words_what_fails(reviewed, name):
 
 
 # --- a second engine ---------------------------------------------------------------------------
-GNUMERIC_BOOKS = ("seed", "seed-mfu-zero")
+GNUMERIC_BOOKS = ("seed", "seed-mfu-zero", "seed-gpu-price-blank", "seed-cost-row-inserted")
 
 
 @pytest.fixture(scope="module")
@@ -656,3 +762,97 @@ def test_gnumeric_fails_closed_on_mfu_zero(reviewed, gnumeric):
     assert _is_number(master) and master > 0
     assert master == book["master_check"]
     assert not _is_number(values.get(book.names["total_cost"]))
+
+
+# --- input integrity (issue 29) ----------------------------------------------------------------
+# edit -> (the check that fails, words its Summary line and its Checks sentence hold)
+INTEGRITY = {
+    "seed-gpu-price-blank": ("check_inputs_gpu_prices",
+                             ["GPU price as quoted for the tier", "is blank", "type a number of at least 0"]),
+    "seed-headcount-text": ("check_inputs_staffing",
+                            ["Headcount", "holds text or a number outside its validation",
+                             "type a number of at least 0 in every row"]),
+    "seed-monthly-cost-text": ("check_inputs_staffing", ["Monthly cost", "holds text"]),
+    "searched-buffer-20": ("check_inputs_contingency",
+                           ["is 20", "type a number from 0 to 1", "type 0.20 for 20%"]),
+    "searched-pue-pasted-0.5": ("check_inputs_energy_and_carbon", ["PUE", "is 0.5", "of at least 1"]),
+    "searched-tp-text": ("check_inputs_parallel_layout", ["is 8 GPUs", "type a whole number"]),
+}
+
+
+@pytest.mark.parametrize("name", list(INTEGRITY))
+def test_what_the_importer_refuses_fails_a_check_that_names_it(reviewed, name):
+    """A blank required input, text in a number cell (a headcount or a monthly cost of a staffing
+    row too, which the totals would otherwise drop), a percentage typed as a whole number and a
+    value pasted outside its validation: the importer refuses each, and the book now fails closed
+    on each, as the importer would. The section's input check fails (one more failing check than
+    the book as generated, so never "All checks pass"), and its sentence on the Summary and on the
+    Checks sheet names the input, what it holds and what to type instead."""
+    book = reviewed[name]
+    base = reviewed[EDITS[name][0]]
+    check, words = INTEGRITY[name]
+    assert base[check] == 0 and book[check] == 1
+    assert _is_number(book["master_check"]) and book["master_check"] >= base["master_check"] + 1
+    _assert_flags_are_numbers(book)
+    line = book.values.get(_summary_lines(book)[check])
+    assert isinstance(line, str) and all(w in line for w in words), line
+    checks_row = book.names[check].replace("!B", "!E")
+    assert book.values.get(checks_row), "the Checks sheet gives no fix"
+
+
+# --- the Cost sheet reconciles (issue 29) ------------------------------------------------------
+COST_EDITS = {
+    "seed-cost-row-inserted": ("check_cost_sheet_closed", ["figures where its lines are", "in no total"]),
+    "seed-cost-figure-below": ("check_cost_sheet_closed", ["figures where its lines are", "in no total"]),
+    "seed-cost-line-overwritten": ("check_cost_lines_live", ["Storage", "where its formula gives"]),
+}
+
+
+@pytest.mark.parametrize("name", list(COST_EDITS))
+def test_a_figure_no_total_counts_fails_a_check(reviewed, name):
+    """A row inserted inside the Cost sheet's lines with an amount, an amount typed below them, a
+    line overwritten with a figure: the total no longer is the sum of what the sheet shows (the
+    inserted and typed amounts are in no total; the overwritten line is in it, not what it
+    computes), and a check fails that says which: never "All checks pass" over that total."""
+    book, base = reviewed[name], reviewed["seed"]
+    check, words = COST_EDITS[name]
+    assert base[check] == 0 and book[check] == 1
+    assert book["master_check"] == base["master_check"] + 1
+    line = book.values.get(_summary_lines(book)[check])
+    assert isinstance(line, str) and all(w in line for w in words), line
+    _assert_flags_are_numbers(book)
+
+
+def test_an_inserted_cost_row_is_seen_not_added(reviewed):
+    """… the inserted row's amount stays out of the total (the total is its lines'), and the
+    check counts one figure more than the sheet has lines."""
+    book, base = reviewed["seed-cost-row-inserted"], reviewed["seed"]
+    sheet, ref = _target(openpyxl.load_workbook(book.path), "total_cost")    # one row down now
+    assert (sheet, ref) != tuple(book.names["total_cost"].split("!"))
+    assert book.values.get(f"{sheet}!{ref}") == base["total_cost"]
+    assert book["check_cost_sheet_closed"] == 1
+
+
+def test_gnumeric_fails_closed_on_a_blank_price_and_an_inserted_cost_row(reviewed, gnumeric):
+    """Gnumeric agrees with LibreOffice: the blank GPU price and the inserted Cost row each fail
+    their check, and the master check is the same number."""
+    for name, check in (("seed-gpu-price-blank", "check_inputs_gpu_prices"),
+                        ("seed-cost-row-inserted", "check_cost_sheet_closed")):
+        book, values = reviewed[name], gnumeric[name]
+        assert values[book.names[check]] == 1 == book[check], name
+        assert values[book.names["master_check"]] == book["master_check"], name
+
+
+# --- a column pasted right of the Compare table (issue 29) -------------------------------------
+def test_a_pasted_option_column_is_not_recommended_over(reviewed):
+    """The reviewer pastes an option's column right of the Compare table and titles it as a new
+    option: nothing compares it (the names span the generated options), so the recommendation
+    no longer names an option and says that a column was added, and how many."""
+    book, base = reviewed["options-column-pasted"], reviewed["options"]
+    cell = next(k for k, f in _formulas(base.path, ("Compare",)).items() if "compare_added_columns" in f)
+    sheet, coordinate = cell.split("!")
+    planned = openpyxl.load_workbook(base.path, data_only=True)[sheet][coordinate].value    # the planner's
+    assert base.values.get(cell) == planned and not planned.startswith("None")
+    shown = book.values.get(cell)
+    assert isinstance(shown, str) and shown.startswith("None: columns added right of the options"), shown
+    assert shown.endswith("1"), shown

@@ -86,7 +86,12 @@ def test_inputs_rows_carry_label_unit_source(book):
 
 
 def test_no_numeric_constants_or_unsupported_functions_on_calculation_sheets(book):
+    """Only conventions (BENIGN_CONSTANTS) stand as numbers in a formula; the input-integrity
+    checks (issue 29) and their sentences may hold the inputs' declared bounds too, the numbers
+    each input's data validation and the importer's rule hold."""
     _, wb = book
+    declared = {abs(float(v)) for d in build_model().inputs.values() for v in (d.minimum, d.maximum)
+                if v is not None}
     for title in (*CALC_SHEETS, "Summary", "Layout candidates", "Glossary", "Change log"):
         for row in wb[title].iter_rows():
             for c in row:
@@ -94,7 +99,9 @@ def test_no_numeric_constants_or_unsupported_functions_on_calculation_sheets(boo
                     body = re.sub(r'"[^"]*"', '""', c.value)
                     assert set(FUNCTION.findall(body)) <= SUPPORTED_FUNCTIONS, c.coordinate
                     numbers = {float(n) for n in NUMBER.findall(body)}
-                    assert numbers <= BENIGN_CONSTANTS, (title, c.coordinate, c.value)
+                    integrity = "check_inputs_" in body or str(c.parent.cell(c.row, 4).value or "").startswith("check_inputs_")
+                    allowed = BENIGN_CONSTANTS | declared if integrity else BENIGN_CONSTANTS
+                    assert numbers <= allowed, (title, c.coordinate, c.value)
                 else:
                     assert not isinstance(c.value, (int, float)), (title, c.coordinate, c.value)
 

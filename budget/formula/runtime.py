@@ -195,6 +195,7 @@ def _chain(n, first, step):
     return tuple(out)
 
 
+def _count(*xs): return float(sum(1 for x in _flat(xs) if _isnumber(x)))
 def _counta(*cols): return float(sum(1 for col in cols for x in col if x not in (None, "")))
 
 

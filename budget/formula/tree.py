@@ -71,11 +71,15 @@ class Expr:
 @dataclass(frozen=True, eq=False)
 class Num(Expr):
     value: float
+    # an input's declared validation bound (issue 29's input-integrity checks): the number the
+    # input's declaration, its data validation and the importer's rule hold, so it may stand in
+    # a formula as they do (tests/test_workbook.py allows it on those checks' rows alone)
+    bound: bool = False
 
     def _collect(self, out): pass
 
     def excel(self, resolve=str):
-        if self.value not in BENIGN_CONSTANTS:
+        if self.value not in BENIGN_CONSTANTS and not self.bound:
             raise ValueError(f"number {self.value!r} in a formula: make it a named input")  # i18n: not text
         return _num_text(self.value)
 

@@ -299,8 +299,9 @@ def _cell_value(book: _Book, d: InputDef, where: str, value) -> object:
     if low is not None and (value < low or (d.positive and value <= low)):
         raise bad(outside, Msg("importer.errors.outside.fix_above" if d.positive
                                else "importer.errors.outside.fix_at_least", bound=f"{low:g}"))
-    if high is not None and value > high:
-        raise bad(outside, Msg("importer.errors.outside.fix_at_most", bound=f"{high:g}"))
+    if high is not None and value > high:     # a fraction typed as a percentage (20 for 0.20) says so
+        raise bad(outside, Msg("importer.errors.outside.fix_fraction" if d.kind == "fraction"
+                               else "importer.errors.outside.fix_at_most", bound=f"{high:g}"))
     return value
 
 

@@ -161,11 +161,12 @@ def descriptions(lang: str = DEFAULT_LANG) -> dict[str, str]:
 
 
 def _train_tokens_by_job(schema: dict) -> None:
-    from .schema.job import TOKENS_FROM_EPOCHS
 
     """data.train_tokens is required but for sft and lora jobs, whose tokens may be
     job.dataset_tokens × job.epochs instead (budget/inputs/schema/job.py fills it before the
     sections validate): a condition on the job's mode, as the loader's rule."""
+    from .schema.job import TOKENS_FROM_EPOCHS
+
     data = schema["$defs"]["DataSection"]
     data["required"] = [name for name in data.get("required", []) if name != "train_tokens"]
     if not data["required"]:

@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import re
 
-from ..formula.expr import (ABS, AND, COLUMNS, COUNTA, DATE, IF, ISERROR, ISNUMBER, MAX, MIN, MOD, MONTH, NOT, OR, ROUND,
+from ..formula.expr import (ABS, AND, COLUMNS, COUNT, COUNTA, DATE, IF, ISERROR, ISNUMBER, MAX, MIN, MOD, MONTH, NOT, OR, ROUND,
                             ROUNDUP,
                             SUM, YEAR, Expr, Ref, lift)
-from .cost import COST_LINES, FX_FACTORS
+from .cost import AFTER_SUBTOTAL, COST_LINES, FX_FACTORS
 from .declare import Inputs
 from .inputs import SEARCH_INPUTS, SEARCH_ITEMS
+from .integrity import input_checks
 from .lineitems import ModelBuilder
 from .stages import STAGE_CHECKS, stage_rows
 from .tables import acc
@@ -37,6 +38,9 @@ def checks_and_warnings(b: ModelBuilder, i: Inputs) -> None:
     what is wrong in words built from the live cells, for the Summary's failing-check lines.
     The master check counts the checks; the warnings are counted apart."""
     r = Ref
+    # issue 29: every input's cell holds what the importer accepts (blank, text, 20 for 0.20 fail)
+    b.sheet("Checks", "input_integrity")
+    input_checks(b)
     _layout_checks(b, i)
     _run_checks(b, i)
     _consistency_checks(b, i)
@@ -166,6 +170,7 @@ def _consistency_checks(b: ModelBuilder, i: Inputs) -> None:
     below = (i.staff_rows_below, i.stage_rows_below, i.catalog_rows_below)
     b.check("check_tables_closed", COUNTA(*below).eq(0),
             detail=sentence(b, "check_tables_closed", COUNTA(*below)))
+    _cost_sheet_checks(b, i)
     b.check("check_timeline_fits", r("project_weeks") <= COLUMNS(i.timeline_week_cells),
             detail=sentence(b, "check_timeline_fits", ROUND(r("project_weeks"), 0),
                             COLUMNS(i.timeline_week_cells)))
@@ -173,6 +178,26 @@ def _consistency_checks(b: ModelBuilder, i: Inputs) -> None:
             r("spend_end") <= DATE(YEAR(i.start_date), MONTH(i.start_date) + COLUMNS(i.cashflow_month_cells), 1),
             detail=sentence(b, "check_cashflow_fits", ROUND(r("spend_months"), 1),
                             COLUMNS(i.cashflow_month_cells)))
+
+
+def _cost_sheet_checks(b: ModelBuilder, i: Inputs) -> None:
+    """Issue 29: the Cost sheet reconciles. Its value column (lines, memo and the rows below)
+    holds as many figures as it has lines, so a row inserted inside it or a figure typed below
+    it, which no total counts, fails; and each cost line and total still holds its formula's
+    value, so a line overwritten with a figure (which the total would add as it stands) fails,
+    naming the first such line."""
+    r = Ref
+    lines = [item.name for item in b.model.sheet_items("Cost")]
+    figures = COUNT(*(r(n) for n in lines))
+    b.check("check_cost_sheet_closed", COUNT(i.cost_sheet_cells).eq(figures),
+            detail=sentence(b, "check_cost_sheet_closed", COUNT(i.cost_sheet_cells), figures))
+    live = [n for n in (*COST_LINES, "subtotal_cost", *AFTER_SUBTOTAL, "total_cost")]
+    oks = [r(n).eq(b.model.items[n].expr) for n in live]
+    detail: Expr | str = ""
+    for n, ok in reversed(list(zip(live, oks))):
+        detail = IF(ok, detail, sentence(b, "check_cost_lines_live", b.model.items[n].label,
+                                         ROUND(r(n), 0), ROUND(b.model.items[n].expr, 0)))
+    b.check("check_cost_lines_live", AND(*oks), detail=detail)
 
 
 def _warnings(b: ModelBuilder, i: Inputs) -> None:

@@ -93,6 +93,9 @@ def workbook_structure(d: Declare) -> None:
     add("staff_rows_below", "cells", kind="structure")
     add("stage_rows_below", "cells", kind="structure")
     add("catalog_rows_below", "cells", kind="structure")
+    # issue 29: the Cost sheet's value column, its lines and the rows below them (a figure typed
+    # or inserted there that no total counts fails check_cost_sheet_closed)
+    add("cost_sheet_cells", "cells", kind="structure")
     add("timeline_week_cells", "cells", kind="structure")
     add("cashflow_month_cells", "cells", kind="structure")
     add("cashflow_year_cells", "cells", kind="structure")

@@ -220,6 +220,7 @@ class ModelBuilder:
         self._sheet = ""
         self._section = ""
         self._input_section = ""
+        self.input_sections: dict[str, str] = {}   # the Inputs sheet's sections: slug -> heading
 
     def text(self, key: str) -> str:
         return self.texts(key)
@@ -234,6 +235,7 @@ class ModelBuilder:
 
     def input_section(self, section: str) -> None:
         self._input_section = self.texts(f"sections.inputs.{section}")
+        self.input_sections[section] = self._input_section
 
     def _claim(self, name: str) -> None:
         table_names = {f"{t.name}_{c[0]}" for t in self.model.tables.values() for c in t.columns}
@@ -279,15 +281,16 @@ class ModelBuilder:
         self.model.items[name] = Item(name, label, unit, expr, self._sheet, self._section, note, kind="rows")
         return Ref(name)
 
-    def check(self, name: str, ok: Expr, detail=None, kind: str = "check") -> Ref:
+    def check(self, name: str, ok: Expr, detail=None, kind: str = "check", **texts) -> Ref:
         """0 when `ok` holds, 1 when not, and 1 when `ok` cannot be computed: an error value
         anywhere in its chain (a reviewer's #DIV/0! or a deleted row's #REF!) fails closed.
-        What to change when it fails is `items.<name>.fix`."""
+        What to change when it fails is `items.<name>.fix` (or `fix=`, `label=`: texts built
+        from a family's messages, as the input-integrity checks' are)."""
         ok = lift(ok)
         detail = lift(detail) if detail is not None else None
-        fix = self.texts(f"items.{name}.fix")
+        fix = texts.pop("fix", None) or self.texts(f"items.{name}.fix")
         return self.item(name, "flag", IF(ISERROR(ok), 1, IF(ok, 0, 1)),
-                         fix=fix, kind=kind, detail=detail)
+                         fix=fix, kind=kind, detail=detail, **texts)
 
     def warning(self, name: str, ok: Expr, detail=None) -> Ref:
         """A plausibility check: shown beside the checks, not counted in the master check."""

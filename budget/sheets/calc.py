@@ -13,6 +13,10 @@ from .candidates import candidate_rows
 from .timeline import write_timeline
 from .writer import CALC_WIDTHS, NAME_FONT, WRAP_TOP, number_format, put_text, text_height, text_with_currency
 
+# the rows below the Cost sheet's last line that check_cost_sheet_closed reads: a figure typed
+# just below the table is in no total
+COST_ROWS_BELOW = 20
+
 
 def write_calc_sheet(w, title: str, subtitle: str) -> None:
     ws, m = w.wb[title], w.m
@@ -30,6 +34,8 @@ def write_calc_sheet(w, title: str, subtitle: str) -> None:
                  + [replace(i, section=m("workbook.memo_heading"))
                     for i in sorted((i for i in items if i.name in MEMO_LINES), key=lambda i: MEMO_LINES.index(i.name))])
     row = w.sectioned_rows(ws, 5, items, lambda ws, row, item: item_row(w, ws, row, item))
+    if title == "Cost":     # issue 29: its value column, lines and rows below (check_cost_sheet_closed)
+        w.define("cost_sheet_cells", ws, f"$B$5:$B${row + COST_ROWS_BELOW}")
     w.widths(ws, list(CALC_WIDTHS))
     if title == "Parallelism":
         candidate_rows(w, ws, row + 1)

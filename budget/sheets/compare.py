@@ -13,7 +13,7 @@ from __future__ import annotations
 from openpyxl.chart import Reference, ScatterChart, Series
 from openpyxl.utils import get_column_letter
 
-from ..formula.expr import COUNT, IF, INDEX, MATCH, MIN, Area, Cell, Ref
+from ..formula.expr import COLUMNS, COUNT, IF, INDEX, MATCH, MIN, SUMPRODUCT, Area, Blanks, Cell, Ref, lift
 from ..model.model import UNCERTAIN
 from ..plan.sensitivity import APPROVAL_Z, SENSITIVITY_Z, Z90, range_exprs, row_figures
 from .grid import Variant, grid_rows, row_def, row_label, stage_count, write_grid
@@ -52,6 +52,8 @@ _CASE_FIGURES = {"total_low": ("total_cost", "low"), "total_high": ("total_cost"
                  "days_low": ("train_days", "low"), "days_high": ("train_days", "high"),
                  "gpuh_low": ("card_gpu_hours", "low"), "gpuh_high": ("card_gpu_hours", "high")}
 FIRST_COL = 4       # A: label, B: unit, C: name, then one column per option
+HEAD_ROW = 4        # the options' titles
+ADDED_COLUMNS = 10  # the header cells right of the options read for a pasted column (issue 29)
 
 
 def option_variants(base, options) -> list[Variant]:
@@ -73,7 +75,7 @@ def write_compare(w, ws, base, options) -> None:
     span = f"${get_column_letter(FIRST_COL)}${{r}}:${get_column_letter(last_col)}${{r}}"
     m = w.m
     w.title(ws, m("workbook.compare.title"), m("workbook.compare.subtitle"))
-    head = 4
+    head = HEAD_ROW
     w.header(ws, head, [m("workbook.compare.columns.option"), m("workbook.columns.unit"), m("workbook.columns.name")])
     for j, v in enumerate(variants):
         cell = ws.cell(head, FIRST_COL + j)
@@ -241,7 +243,16 @@ def _recommendation(w, ws, row: int, variants, row_of) -> None:
     ws.cell(row + 1, 1, m("workbook.compare.recommended")).font = _style("BOLD_FONT")
     eligible = Ref("compare_eligible_total")
     cheapest = INDEX(Ref("compare_option_names"), MATCH(MIN(eligible), eligible))
-    cell = w.formula(ws, row + 1, 2, IF(COUNT(eligible).eq(0), none_passes, cheapest), expected, None)
+    # issue 29: a column pasted right of the options is compared by nothing here: while the
+    # header cells there hold anything, no option is recommended and the cell says why
+    after = get_column_letter(FIRST_COL + len(variants))
+    spare = get_column_letter(FIRST_COL + len(variants) + ADDED_COLUMNS - 1)
+    w.define("compare_added_columns", ws, f"${after}${HEAD_ROW}:${spare}${HEAD_ROW}")
+    spare_cells = Ref("compare_added_columns")
+    added = COLUMNS(spare_cells) - SUMPRODUCT(Blanks(spare_cells))
+    cell = w.formula(ws, row + 1, 2,
+                     IF(added > 0, lift(m("workbook.compare.columns_added")).concat(added),
+                        IF(COUNT(eligible).eq(0), none_passes, cheapest)), expected, None)
     cell.font = _style("BOLD_FONT")
     put_text(ws.cell(row + 2, 1), m("workbook.compare.rule"))
     ws.cell(row + 2, 1).font = _style("SUBTITLE_FONT")
