@@ -238,6 +238,14 @@ PLAIN_CASES["deadline-date-405b-june-30"] = (SCENARIOS / "llama3.1-405b-h100.yam
     "stages": [], "parallelism": {}, "sources": {}, "hardware.gpu_count": None, "hardware.mfu": None,
     "data.train_tokens": "15T", "schedule.start_date": "2027-01-04", "schedule.deadline": "2027-06-30"})
 
+# Issue 28: an owned cluster given no rental price (its rental memo lines say so, in words, and
+# nothing else breaks), and the yuan plan without its energy keys: China's region inferred from
+# the currency, its grid and its electricity price (quoted in US dollars) converted live to CNY (on
+# demand: the one-year term's unused hours differ from 0 by float noise in Python, not in LibreOffice).
+PLAIN_CASES["owned-no-rental-price"] = (SEED_H100, {"ownership": "owned", "prices.per_gpu_hour": None,
+                                                    "sources": {}})
+PLAIN_CASES["region-cn-inferred"] = (SCENARIOS / "gpt3-175b-h800-cny.yaml", {"energy": None, "prices.tier": "on_demand"})
+
 # Live edits: (base case, {defined name: new cell value}, the same edit as scenario changes).
 EDIT_CASES = {
     # a reviewer switches the seed to in-memory checkpoints with a faster job start
