@@ -16,7 +16,7 @@ from budget.core.i18n import fmt
 from budget.inputs.options import load_scenario, parse_scenario
 from budget.plan.plan import build_plan
 from budget.render.report import render_markdown
-from support import SCENARIOS, SEED_H100, plan_of, raw, with_changes
+from support import ROOT, SCENARIOS, SEED_H100, plan_of, raw, with_changes
 
 # The cited figures (catalogs/prices.yaml):
 CHINA_GRID = 0.5366         # MEE and NBS, 2022 national average electricity CO2 factor (2024-12-20)
@@ -66,18 +66,16 @@ def test_the_bundled_yuan_plan_uses_chinas_grid_and_electricity(catalog):
     assert "China Briefing" in plan.inputs["electricity_per_kwh"].source
 
 
-README_YUAN_PLAN = """
-name: 7B on 64 H800 in yuan
-model: {preset: llama3-8b}
-data: {train_tokens: 1T}
-hardware: {accelerator: nvidia_h800_sxm, gpu_count: 64}
-prices: {currency: CNY, per_gpu_hour: 12}
-"""
+def _readme_yuan_plan() -> str:
+    """The README's whole plan in yuan (the yaml block under "Regional defaults")."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    block = readme.split("# a whole plan in yuan", 1)[1].split("\n", 1)[1]     # below its comment
+    return block.split("```", 1)[0]
 
 
 def test_a_new_yuan_plan_written_from_the_readme_runs_in_china(catalog):
     import yaml
-    s = parse_scenario(yaml.safe_load(README_YUAN_PLAN), "yuan.yaml", catalog)
+    s = parse_scenario(yaml.safe_load(_readme_yuan_plan()), "yuan.yaml", catalog)
     plan = build_plan(s, catalog, curve=False)
     assert plan.values["grid_intensity"] == CHINA_GRID
     assert plan.values["electricity_rate"] == pytest.approx(CHINA_POWER_USD * CNY_PER_USD)
