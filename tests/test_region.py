@@ -149,19 +149,21 @@ def test_an_unknown_region_is_refused_with_the_catalogs_ids(catalog):
 def test_an_owned_cluster_plans_without_a_rental_price(catalog):
     plan = seed(catalog, **{"ownership": "owned", "prices.per_gpu_hour": None, "sources": {}})
     priced = seed(catalog, **{"ownership": "owned"})
-    none = fmt("items.rental_cost.no_price", "en")
+    none = fmt("report.cost.no_rental_price", "en")
     assert plan.inputs["price_per_gpu_hour"].value is None
     for name in ("rental_cost", "billed_rental_cost", "rental_gap_cost"):
-        assert plan.values[name] == none, name          # words, not a 0 that looks like a price
+        assert plan.values[name] == "", name            # blank, not a 0 that looks like a price
+        assert "blank: an owned cluster with no rental price to compare" in plan.model.items[name].note
     # the owned cluster's cost does not depend on what renting it would cost
     assert plan.values["total_cost"] == pytest.approx(priced.values["total_cost"])
     report = render_markdown(plan)
-    assert f"| {none} |" in report
+    for name in ("rental_cost", "billed_rental_cost", "rental_gap_cost"):
+        assert f"| {plan.model.items[name].label} | {none} |" in report, name
 
 
 def test_an_owned_chinese_plan_says_so_in_chinese(catalog):
     plan = seed(catalog, **{"ownership": "owned", "prices.per_gpu_hour": None, "sources": {}, "language": "zh"})
-    assert plan.values["rental_cost"] == "无租赁价格可供比较（自建集群；可用 prices.per_gpu_hour 或 prices.catalog 给出）"
+    assert "无租赁价格可供比较（自建集群；可用 prices.per_gpu_hour 或 prices.catalog 给出）" in render_markdown(plan)
 
 
 def test_a_rented_cluster_without_a_price_is_still_refused(catalog):

@@ -51,9 +51,10 @@ def _gpu_rental(b: ModelBuilder, i: Inputs, fx: dict[str, Expr]) -> None:
     r = Ref
     b.section("gpu_rates")
     # an owned cluster may have no rental price (issue 28): its rates are then 0 and the rental
-    # memo lines say there is no rental price to compare, not an amount
+    # memo lines blank ("", the same in every language; their notes and the report say why), not
+    # a 0 that looks like a price
     priced = ISNUMBER(i.price_per_gpu_hour)
-    no_price = Text(b.text("items.rental_cost.no_price"))
+    no_price = Text("")
     gpu_rate = b.item("gpu_rate", "currency/GPU-hour", IF(priced, i.price_per_gpu_hour * fx["fx_gpu"], 0))
     on_demand = b.item("on_demand_rate", "currency/GPU-hour",
                        IF(ISNUMBER(i.on_demand_per_gpu_hour), i.on_demand_per_gpu_hour * fx["fx_gpu"],
@@ -156,7 +157,7 @@ def _cost_lines(b: ModelBuilder, i: Inputs, fx: dict[str, Expr]) -> None:
     compute_rate = b.item("compute_rate", "currency/GPU-hour",
                           IF(owned, r("owned_rate_per_gpu_hour"), IF(reserved, on_demand, tier_rate)))
     b.item("rental_gap_cost", "currency",
-           IF(ISNUMBER(i.price_per_gpu_hour), rental - r("rental_cost"), Text(b.text("items.rental_cost.no_price"))))
+           IF(ISNUMBER(i.price_per_gpu_hour), rental - r("rental_cost"), Text("")))
     b.item("experiment_cost", "currency", exp_h * compute_rate)
     b.item("rollback_cost", "currency", rb_h * compute_rate)
     b.item("post_training_cost", "currency", post_h * compute_rate)

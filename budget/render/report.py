@@ -312,9 +312,9 @@ def _gantt(plan: Plan, phases: list[dict], words: Words, stages: list[dict] = ()
 
 
 def _amount(value, cur: str, words: Words) -> str:
-    """An amount in the plan's currency; a memo line's own words where it has no amount (an owned
-    cluster given no rental price says there is none to compare, issue 28)."""
-    return value if isinstance(value, str) else words.money(value, cur)
+    """An amount in the plan's currency; a blank memo line (an owned cluster given no rental
+    price, issue 28) says there is no rental price to compare."""
+    return words("report.cost.no_rental_price") if isinstance(value, str) else words.money(value, cur)
 
 
 def _memo_applies(name: str, v) -> bool:
