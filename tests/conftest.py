@@ -248,6 +248,13 @@ PLAIN_CASES.update({
     "job-lora-70b": (SCENARIOS / "llama3-70b-lora-h100.yaml", {}),
     "job-qlora-70b": (SCENARIOS / "llama3-70b-lora-h100.yaml", {"job.base_weights": "int4"}),
 })
+# Issue 28: an owned cluster given no rental price (its rental memo lines say so, in words, and
+# nothing else breaks), and the yuan plan without its energy keys: China's region inferred from
+# the currency, its grid and its electricity price (quoted in US dollars) converted live to CNY (on
+# demand: the one-year term's unused hours differ from 0 by float noise in Python, not in LibreOffice).
+PLAIN_CASES["owned-no-rental-price"] = (SEED_H100, {"ownership": "owned", "prices.per_gpu_hour": None,
+                                                    "sources": {}})
+PLAIN_CASES["region-cn-inferred"] = (SCENARIOS / "gpt3-175b-h800-cny.yaml", {"energy": None, "prices.tier": "on_demand"})
 
 # Live edits: (base case, {defined name: new cell value}, the same edit as scenario changes).
 EDIT_CASES = {

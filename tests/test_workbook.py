@@ -50,7 +50,8 @@ def test_names_point_at_inputs_and_outputs(book):
 def test_reviewers_read_named_formulas(book):
     result, wb = book
     sheet, coord = result.names["rental_cost"].split("!")
-    assert wb[sheet][coord].value == "=gpu_hours*tier_rate"
+    # blank ("") for an owned cluster given no rental price (issue 28)
+    assert wb[sheet][coord].value == '=IF(ISNUMBER(price_per_gpu_hour),gpu_hours*tier_rate,"")'
     sheet, coord = result.names["peak_bf16_tflops"].split("!")
     assert wb[sheet][coord].value == "=INDEX(acc_peak_bf16_tflops,MATCH(gpu_type,acc_id,0))"
 

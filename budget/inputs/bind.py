@@ -21,7 +21,7 @@ from ..core.errors import Msg, Problem, ScenarioError
 from ..core.i18n import fmt, text
 from ..model.lineitems import InputDef, Model
 from ..model.model import FITTED_COEFFICIENTS
-from .scenario import PRECISIONS, Scenario, fx_table, precision_note, resolved_shape
+from .scenario import PRECISIONS, Scenario, fx_table, precision_note, region_of, resolved_shape
 
 @dataclass(frozen=True)
 class Codec:
@@ -160,7 +160,7 @@ def bind(model: Model, s: Scenario, catalog: Catalog, scenario_file: str = "scen
     """Every assumption input of `model` (not the search's outputs or workbook structure)."""
     b = Binder(s, catalog, scenario_file)
     special = {**_shape(b, model), **_utilisation(b), **_precision(b), **_staffing(b), **_stages(b), **_gpu_price(b),
-               **_catalog_defaults(b), **_fitted(b), **_model_error(b)}
+               **_catalog_defaults(b, model), **_fitted(b), **_model_error(b)}
     out: dict[str, InputValue] = {}
     for d in model.inputs.values():
         if d.name in special:
@@ -177,6 +177,9 @@ def bind(model: Model, s: Scenario, catalog: Catalog, scenario_file: str = "scen
 def _gpu_price(b: Binder) -> dict[str, InputValue]:
     """The GPU price: typed, or a row of catalogs/prices.yaml with its tier and term."""
     p, prices = b.s.prices, b.catalog.prices
+    if p.catalog is None and p.per_gpu_hour is None:     # an owned cluster given none (issue 28)
+        out = {"price_per_gpu_hour": InputValue(None, b.text("no_rental_price"))}
+        return out if p.tier is not None else {**out, "price_tier": InputValue("on_demand", b.text("default_tier"))}
     if p.catalog is None or prices is None:
         return {} if p.tier is not None else {"price_tier": InputValue("on_demand", b.text("default_tier"))}
     row = prices.rental_price(p.catalog)
@@ -192,37 +195,93 @@ def _gpu_price(b: Binder) -> dict[str, InputValue]:
     return out
 
 
-def _catalog_defaults(b: Binder) -> dict[str, InputValue]:
+def _catalog_defaults(b: Binder, model: Model) -> dict[str, InputValue]:
     """Energy, carbon and ownership inputs the scenario leaves out: the catalog's sourced
-    defaults (catalogs/prices.yaml), the purchase row of the chosen accelerator."""
+    defaults (catalogs/prices.yaml), the purchase row of the chosen accelerator; the grid, the
+    electricity price and the queue those of the plan's region (issue 28) where it has them."""
     prices = b.catalog.prices
     if prices is None:
         return {}
     e, o = prices.energy, prices.ownership
-    grid = prices.grid(b.s.energy.grid or e.default_grid)
+    region, inferred = region_of(b.s, b.catalog)
+    grid = prices.grid(b.s.energy.grid or (region.grid if region else e.default_grid))
     defaults = {
         "pue": ("energy.pue", e.pue),
         "draw_training": ("energy.draw_training", e.draw_training),
         "draw_idle": ("energy.draw_idle", e.draw_idle),
-        "electricity_per_kwh": ("energy.electricity_per_kwh", e.electricity_per_kwh),
+        "electricity_per_kwh": ("energy.electricity_per_kwh", prices.electricity_of(region)),
         "grid_intensity": ("energy.grid_intensity", grid.kg_per_kwh),
         "depreciation_years": ("owned.depreciation_years", o.depreciation_years),
         "cost_of_capital": ("owned.cost_of_capital", o.cost_of_capital),
         "ops_per_node_month": ("owned.ops_per_node_month", o.ops_per_node_month),
     }
+    how = _region_how(b, region, inferred)
     out = {}
     for name, (path, fig) in defaults.items():
         if path in b.explicit:
             continue
+        note = fig.note
         if name == "grid_intensity" and "energy.grid" in b.explicit:
             source = b.text("scenario_grid", source=b.source_of("energy.grid"), grid=grid.name,
                             cite=prices.cite(fig))
+        elif name == "grid_intensity" and region is not None:
+            source = b.text("region_grid", how=how, grid=grid.name, cite=prices.cite(fig))
         elif name == "grid_intensity":
             source = b.text("default_grid", grid=grid.name, cite=prices.cite(fig))
+        elif name == "electricity_per_kwh" and region is not None:
+            source = (b.text("region_cited", how=how, cite=prices.cite(fig)) if region.electricity_per_kwh
+                      else b.text("region_no_electricity", how=how, region=region.name, cite=prices.cite(fig)))
         else:
             source = b.text("default_cited", cite=prices.cite(fig))
-        out[name] = InputValue(float(fig.value), source, fig.note)
+        if inferred and name in REGION_INPUTS and not (name == "grid_intensity" and "energy.grid" in b.explicit):
+            note = b.text("region_inferred_note", note=note) if note else b.text("region_inferred_note_alone")
+        out[name] = InputValue(float(fig.value), source, note)
+    if region is not None and "schedule.queue_days" not in b.explicit:
+        out["queue_days"] = _region_queue(b, region, inferred, how, model.inputs["queue_days"])
     return out
+
+
+# The inputs a region sets (issue 28): the grid, the electricity price and the queue.
+REGION_INPUTS = ("grid_intensity", "electricity_per_kwh", "queue_days")
+
+
+def _region_how(b: Binder, region, inferred: bool) -> str:
+    """How the plan's region was chosen, for the sources of the inputs it sets."""
+    if region is None:
+        return ""
+    if inferred:
+        return b.text("region_inferred", region=region.id, name=region.name, currency=b.s.prices.currency)
+    return b.text("region_stated", source=b.source_of("region"), name=region.name)
+
+
+def region_note(s: Scenario, catalog: Catalog, grid_kg_per_kwh: float) -> str:
+    """The plan's note on its region, in its language: which region and how it was chosen, the
+    plan's grid intensity, and the figures the catalog has no source for that the scenario leaves
+    to it (kept at the defaults); "" without a region."""
+    region, inferred = region_of(s, catalog)
+    if region is None:
+        return ""
+    prices, lang, explicit = catalog.prices, s.language, explicit_paths(s)
+    lacks = ""
+    if region.electricity_per_kwh is None and "energy.electricity_per_kwh" not in explicit:
+        lacks += fmt("plan.bind.region_lacks_electricity", lang, region=region.name,
+                     cite=prices.cite(prices.energy.electricity_per_kwh))
+    if region.queue_days is None and "schedule.queue_days" not in explicit:
+        lacks += fmt("plan.bind.region_lacks_queue", lang, region=region.name)
+    key = "region_note_inferred" if inferred else "region_note_stated"
+    return fmt(f"plan.bind.{key}", lang, name=region.name, region=region.id, grid=f"{grid_kg_per_kwh:g}",
+               lacks=lacks, currency=s.prices.currency)
+
+
+def _region_queue(b: Binder, region, inferred: bool, how: str, d: InputDef) -> InputValue:
+    """The queue: the region's sourced figure, else the schedule's default, saying the region has none."""
+    note = b.text("region_inferred_note_alone") if inferred else ""
+    if region.queue_days is not None:
+        fig = region.queue_days
+        return InputValue(float(fig.value), b.text("region_cited", how=how, cite=b.catalog.prices.cite(fig)),
+                          b.text("region_inferred_note", note=fig.note) if inferred and fig.note else note or fig.note)
+    return InputValue(float(b.s.schedule.queue_days), b.text("region_no_queue", how=how, region=region.name,
+                                                             cite=d.cite or b.text("default")), note)
 
 
 NEUTRAL_COEFFICIENTS = {"stack_factor": 1.0, "card_allowance": 0.0, "fp8_gemm_realised": 0.0}
@@ -284,7 +343,8 @@ def _money(b: Binder, model: Model, out: Mapping[str, InputValue]) -> dict[str, 
     own = s.prices.currency
     rates = fx_table(s, b.catalog)
 
-    defaults = prices.default_amounts(s.hardware.accelerator, s.prices.catalog) if prices else {}
+    defaults = (prices.default_amounts(s.hardware.accelerator, s.prices.catalog, region_of(s, b.catalog)[0])
+                if prices else {})
 
     def given_currency(d: InputDef) -> str | None:
         raw = get_path(s, d.path) if d.path else None

@@ -183,6 +183,17 @@ class GridIntensity(_Strict):
     kg_per_kwh: Figure
 
 
+class Region(_Strict):
+    """A region (a scenario's `region:`): the grid it draws on, and its electricity price and
+    queue where a source gives them (absent: the `energy:` default, the schedule's queue)."""
+    id: Id
+    name: str
+    currencies: list[Currency] = []        # a scenario priced in one of these infers this region
+    grid: str
+    electricity_per_kwh: MoneyFigure | None = None
+    queue_days: Figure | None = None
+
+
 class EnergyDefaults(_Strict):
     pue: Figure
     electricity_per_kwh: MoneyFigure
@@ -202,13 +213,14 @@ class _PriceFile(_Strict):
     purchase: list[PurchasePrice]
     grid_intensity: list[GridIntensity]
     energy: EnergyDefaults
+    regions: list[Region] = []
     ownership: OwnershipDefaults
     fx_rates: dict[Currency, Figure]          # units of each currency per 1 USD
     sources: dict[str, str]
 
     @model_validator(mode="after")
     def _consistent(self):
-        for section in ("rental", "purchase", "grid_intensity"):
+        for section in ("rental", "purchase", "grid_intensity", "regions"):
             ids = [row.id for row in getattr(self, section)]
             for i, key in enumerate(ids):
                 if key in ids[:i]:
@@ -217,6 +229,17 @@ class _PriceFile(_Strict):
         if self.energy.default_grid not in {g.id for g in self.grid_intensity}:
             raise rule_error(Msg("errors.catalog.default_grid.message"), Msg("errors.catalog.default_grid.fix"),
                              "energy.default_grid")
+        grids, seen = {g.id for g in self.grid_intensity}, {}
+        for i, region in enumerate(self.regions):
+            if region.grid not in grids:
+                raise rule_error(Msg("errors.catalog.region_grid.message", id=repr(region.grid)),
+                                 Msg("errors.catalog.region_grid.fix"), f"regions[{i}].grid")
+            for code in region.currencies:
+                if code in seen:
+                    raise rule_error(Msg("errors.catalog.region_currency.message", code=code,
+                                         first=seen[code], second=region.id),
+                                     Msg("errors.catalog.region_currency.fix"), f"regions[{i}].currencies")
+                seen[code] = region.id
         for path, fig in _figures(self):
             if fig.as_of is None:
                 raise rule_error(Msg("errors.catalog.as_of.message"), Msg("errors.catalog.as_of.fix"),
@@ -229,7 +252,7 @@ class _PriceFile(_Strict):
 
 def _figures(prices: "_PriceFile"):
     """Every sourced figure of the price catalog, with its path."""
-    for section in ("rental", "purchase", "grid_intensity"):
+    for section in ("rental", "purchase", "grid_intensity", "regions"):
         for i, row in enumerate(getattr(prices, section)):
             for name in type(row).model_fields:
                 value = getattr(row, name)
@@ -255,6 +278,7 @@ class PriceCatalog:
     ownership: OwnershipDefaults
     fx_per_usd: dict[str, Figure]
     sources: dict[str, str]
+    regions: tuple[Region, ...] = ()
 
     def rental_price(self, price_id: str) -> RentalPrice:
         return next(r for r in self.rental if r.id == price_id)
@@ -276,17 +300,31 @@ class PriceCatalog:
         first (a node's own power hardly depends on its GPUs)."""
         return self.purchase_for(acc_id) or (self.purchase[0] if self.purchase else None)
 
-    def default_amounts(self, acc_id: str, price_id: str | None) -> dict[str, MoneyFigure]:
-        """The amounts the catalog supplies, by the scenario path they stand in for."""
+    def default_amounts(self, acc_id: str, price_id: str | None,
+                        region: Region | None = None) -> dict[str, MoneyFigure]:
+        """The amounts the catalog supplies, by the scenario path they stand in for (the
+        electricity price the region's, where it has one)."""
         node = self.purchase_for(acc_id)
         out = {"prices.per_gpu_hour": self.rental_price(price_id).per_gpu_hour if price_id else None,
-               "energy.electricity_per_kwh": self.energy.electricity_per_kwh,
+               "energy.electricity_per_kwh": self.electricity_of(region),
                "owned.ops_per_node_month": self.ownership.ops_per_node_month,
                "owned.node_price": node.price_per_node if node else None}
         return {path: fig for path, fig in out.items() if fig is not None}
 
     def grid(self, grid_id: str) -> GridIntensity:
         return next(g for g in self.grids if g.id == grid_id)
+
+    def region(self, region_id: str) -> Region:
+        return next(r for r in self.regions if r.id == region_id)
+
+    def region_of_currency(self, code: str) -> Region | None:
+        """The region a scenario priced in `code` is taken to be in (None: no region says so)."""
+        return next((r for r in self.regions if code in r.currencies), None)
+
+    def electricity_of(self, region: Region | None) -> MoneyFigure:
+        """The electricity price a plan in `region` defaults to: the region's, else the `energy:` default."""
+        return (region.electricity_per_kwh if region is not None and region.electricity_per_kwh is not None
+                else self.energy.electricity_per_kwh)
 
     def cite(self, fig: Figure) -> str:
         text = self.sources.get(fig.source, fig.source)
@@ -519,7 +557,8 @@ def load_catalog(folder: Path | None = None) -> Catalog:
                     Msg("errors.catalog.no_accelerator.message", id=repr(row.accelerator)),
                     Msg("errors.catalog.no_accelerator.fix"))])
     price_catalog = PriceCatalog(tuple(prices.rental), tuple(prices.purchase), tuple(prices.grid_intensity),
-                                 prices.energy, prices.ownership, dict(prices.fx_rates), dict(prices.sources))
+                                 prices.energy, prices.ownership, dict(prices.fx_rates), dict(prices.sources),
+                                 tuple(prices.regions))
     efficiency = (_validated(folder / "efficiency.yaml", EfficiencyFit, bundled)
                   if (folder / "efficiency.yaml").exists() else None)
     model_error = (_validated(folder / "model_error.yaml", ModelError, bundled)

@@ -13,11 +13,11 @@ here stay importable from here.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Literal
 
-from pydantic import PrivateAttr, ValidationError, ValidationInfo, field_validator, model_validator
+from pydantic import Field, PrivateAttr, ValidationError, ValidationInfo, field_validator, model_validator
 
-from .catalog import Catalog
+from .catalog import Catalog, Region
 from ..core.errors import (Msg, Problem, ScenarioError, problems_from_validation, rule_error,
                            suggest)
 from ..core.i18n import fmt
@@ -29,7 +29,7 @@ from .schema.job import JobSection, apply_job_defaults, check_job
 from .schema.hardware import (PRECISIONS, CatalogSection, HardwareSection, MemorySection, ParallelismSection,
                               SizingSection, check_layout, check_precision, check_utilisation, precision_note)
 from .schema.model import ModelSection, resolve_shape
-from .schema.prices import EnergySection, OwnedSection, PricesSection
+from .schema.prices import EnergySection, OwnedSection, PricesSection, check_gpu_price
 from .schema.schedule import (LLAMA3_INTERRUPTION_RATE, ReliabilitySection, ScheduleSection, StorageSection,
                               check_deadlines)
 from .schema.staffing import StaffRole
@@ -38,7 +38,7 @@ from .schema.training import DataSection, RunsSection, Stage, check_stages
 # Imported from here by other modules (plan, bind, options, sheets, tests): kept here so their
 # imports need not follow the schema into its sections.
 __all__ = ["LLAMA3_INTERRUPTION_RATE", "PRECISIONS", "Scenario", "character_problem", "formula_lead",
-           "fx_table", "language_of", "precision_note", "price_currencies", "resolved_shape",
+           "fx_table", "language_of", "precision_note", "price_currencies", "region_of", "resolved_shape",
            "validate_scenario"]
 
 
@@ -61,6 +61,9 @@ class Scenario(Section):
     ownership: Literal["rented", "owned"] = "rented"
     owned: OwnedSection = OwnedSection()
     energy: EnergySection = EnergySection()
+    # issue 28: where the cluster runs (an id of catalogs/prices.yaml `regions`): its grid, electricity
+    # price and queue are the defaults; absent, the region the currency names (region_of)
+    region: Annotated[str, Field(pattern=r"^[a-z0-9_]{1,64}$")] | None = None
     runs: RunsSection = RunsSection()
     storage: StorageSection = StorageSection()
     schedule: ScheduleSection = ScheduleSection()
@@ -116,6 +119,7 @@ class Scenario(Section):
     @model_validator(mode="after")
     def _rules(self, info: ValidationInfo):
         catalog: Catalog | None = (info.context or {}).get("catalog")
+        check_gpu_price(self.prices, self.ownership)
         if catalog is not None:
             catalog = catalog.with_accelerators(self.catalog.accelerators)
             _check_catalog_refs(self, catalog)
@@ -164,6 +168,20 @@ def fx_table(s: Scenario, catalog: Catalog) -> dict[str, tuple[float, str]]:
     return out
 
 
+def region_of(s: Scenario, catalog: Catalog) -> tuple[Region | None, bool]:
+    """The region whose catalog figures a plan defaults to, and whether it was inferred: the
+    scenario's `region:`, else the region whose currencies hold `prices.currency` (CNY: cn, EUR:
+    eu; USD names none, a dollar price list being no sign of where the cluster runs), else none
+    (the `energy:` defaults)."""
+    prices = catalog.prices
+    if prices is None:
+        return None, False
+    if s.region is not None:
+        return prices.region(s.region), False
+    region = prices.region_of_currency(s.prices.currency)
+    return region, region is not None
+
+
 _MONEY_PATHS: list = []     # [model, its inputs, their amounts' (path, parts)]: the last model's
 
 
@@ -191,7 +209,8 @@ def price_currencies(s: Scenario, catalog: Catalog) -> dict[str, str]:
         if role.monthly_cost.currency:
             out.setdefault(role.monthly_cost.currency, f"staffing[{n}].monthly_cost")
     if catalog.prices is not None:
-        for path, fig in catalog.prices.default_amounts(s.hardware.accelerator, s.prices.catalog).items():
+        region = region_of(s, catalog)[0]
+        for path, fig in catalog.prices.default_amounts(s.hardware.accelerator, s.prices.catalog, region).items():
             out.setdefault(fig.currency, path)
     return out
 
@@ -223,6 +242,11 @@ def _check_prices(s: Scenario, catalog: Catalog) -> None:
         raise rule_error(Msg("errors.scenario.grid.message", id=repr(s.energy.grid)),
                          Msg("errors.scenario.grid.fix", hint=suggest(s.energy.grid, ids), ids=", ".join(ids)),
                          "energy.grid")
+    if s.region is not None and s.region not in {r.id for r in prices.regions}:
+        ids = [r.id for r in prices.regions]
+        raise rule_error(Msg("errors.scenario.region.message", id=repr(s.region)),
+                         Msg("errors.scenario.region.fix", hint=suggest(s.region, ids), ids=", ".join(ids)),
+                         "region")
     if s.ownership == "owned" and s.owned.node_price is None and prices.purchase_for(s.hardware.accelerator) is None:
         raise rule_error(Msg("errors.scenario.purchase_price.message", accelerator=s.hardware.accelerator),
                          Msg("errors.scenario.purchase_price.fix"), "owned.node_price")

@@ -3,7 +3,7 @@ runs, an owned cluster, storage and staffing, the total and the dates spending r
 
 from __future__ import annotations
 
-from ..formula.expr import AND, EXP, IF, ISNUMBER, LN, MAX, MIN, NOT, SUMPRODUCT, Blanks, Expr, Lookup, Ref
+from ..formula.expr import AND, EXP, IF, ISNUMBER, LN, MAX, MIN, NOT, SUMPRODUCT, Blanks, Expr, Lookup, Ref, Text
 from .declare import Inputs
 from .lineitems import ModelBuilder
 from .tables import FX_TABLE, acc
@@ -50,7 +50,12 @@ def _gpu_rental(b: ModelBuilder, i: Inputs, fx: dict[str, Expr]) -> None:
     """The GPU rates on each tier, and what renting the cluster bills (a reserved term's unused hours too)."""
     r = Ref
     b.section("gpu_rates")
-    gpu_rate = b.item("gpu_rate", "currency/GPU-hour", i.price_per_gpu_hour * fx["fx_gpu"])
+    # an owned cluster may have no rental price (issue 28): its rates are then 0 and the rental
+    # memo lines blank ("", the same in every language; their notes and the report say why), not
+    # a 0 that looks like a price
+    priced = ISNUMBER(i.price_per_gpu_hour)
+    no_price = Text("")
+    gpu_rate = b.item("gpu_rate", "currency/GPU-hour", IF(priced, i.price_per_gpu_hour * fx["fx_gpu"], 0))
     on_demand = b.item("on_demand_rate", "currency/GPU-hour",
                        IF(ISNUMBER(i.on_demand_per_gpu_hour), i.on_demand_per_gpu_hour * fx["fx_gpu"],
                           gpu_rate))
@@ -59,7 +64,7 @@ def _gpu_rental(b: ModelBuilder, i: Inputs, fx: dict[str, Expr]) -> None:
     tier_rate = b.item("tier_rate", "currency/GPU-hour", IF(spot, gpu_rate * (1 - i.spot_discount), gpu_rate))
 
     b.section("gpu_rental")
-    b.item("rental_cost", "currency", r("gpu_hours") * tier_rate)
+    b.item("rental_cost", "currency", IF(priced, r("gpu_hours") * tier_rate, no_price))
     # evaluation bills its own GPUs, not the cluster's (issue 28; the same when they are the cluster)
     billed_h = b.item("billed_gpu_hours", "GPU-h",
                       r("reserved_gpus") * r("billed_days") * 24
@@ -74,7 +79,7 @@ def _gpu_rental(b: ModelBuilder, i: Inputs, fx: dict[str, Expr]) -> None:
     over_h = b.item("on_demand_gpu_hours", "GPU-h", IF(reserved, billed_h - used_h, 0))
     b.item("reserved_unused_share", "fraction", IF(committed_h > 0, 1 - used_h / committed_h, 0))
     b.item("billed_rental_cost", "currency",
-           IF(reserved, committed_h * tier_rate + over_h * on_demand, billed_h * tier_rate))
+           IF(priced, IF(reserved, committed_h * tier_rate + over_h * on_demand, billed_h * tier_rate), no_price))
     b.item("reserved_unused_cost", "currency", (committed_h - used_h) * tier_rate)
     b.item("reserved_upfront_cost", "currency", committed_h * tier_rate * i.reserved_upfront_share)
 
@@ -154,7 +159,8 @@ def _cost_lines(b: ModelBuilder, i: Inputs, fx: dict[str, Expr]) -> None:
     b.item("cluster_cost", "currency", IF(owned, owned_cost, rental))
     compute_rate = b.item("compute_rate", "currency/GPU-hour",
                           IF(owned, r("owned_rate_per_gpu_hour"), IF(reserved, on_demand, tier_rate)))
-    b.item("rental_gap_cost", "currency", rental - r("rental_cost"))
+    b.item("rental_gap_cost", "currency",
+           IF(ISNUMBER(i.price_per_gpu_hour), rental - r("rental_cost"), Text("")))
     b.item("experiment_cost", "currency", exp_h * compute_rate)
     b.item("rollback_cost", "currency", rb_h * compute_rate)
     b.item("post_training_cost", "currency", post_h * compute_rate)

@@ -14,7 +14,9 @@ def prices(d: Declare) -> None:
     b.input_section("gpu_prices")
     add("price_tier", "tier", kind="choice", choices=TIERS, path="prices.tier", codec="text")
     currency_of("price_currency")
-    money("price_per_gpu_hour", "currency/GPU-hour", "prices.per_gpu_hour", "price_currency", minimum=0)
+    # blank only for an owned cluster given no rental price (issue 28): nothing to compare it with
+    money("price_per_gpu_hour", "currency/GPU-hour", "prices.per_gpu_hour", "price_currency", minimum=0,
+          optional=True)
     money("on_demand_per_gpu_hour", "currency/GPU-hour", "prices.on_demand_per_gpu_hour", "price_currency",
           minimum=0, optional=True)
     add("reserved_term_months", "months", minimum=0, positive=True, path="prices.reserved.term_months")

@@ -15,7 +15,7 @@ from typing import Mapping
 
 from ..core.errors import Joined, Msg, Problem as _Problem, ScenarioError
 from ..core.i18n import fmt, text
-from ..inputs.bind import InputValue, bind, fx_rows, schema_paths
+from ..inputs.bind import InputValue, bind, fx_rows, region_note, schema_paths
 from ..inputs.catalog import Catalog
 from ..inputs.scenario import Scenario
 from ..model.lineitems import Model
@@ -58,6 +58,7 @@ class Plan:
     # lists the levers that bring the layout under the usable memory, each with its figures)
     fixes: Mapping[str, Msg] = field(default_factory=lambda: MappingProxyType({}))
     curve: Curve | None = None              # the days-against-GPUs curve (None: not asked for)
+    region_note: str = ""                   # issue 28: the region the defaults came from, and how
 
     def fix_of(self, item) -> str:
         """A check's or warning's fix: the plan's own where generation wrote one, else the model's."""
@@ -191,7 +192,7 @@ def build_plan(s: Scenario, catalog: Catalog, scenario_id: str = "scenario",
                 MappingProxyType(tables),
                 tuple(plan_warnings(model, values, {k: m.render(s.language) for k, m in fixes.items()})),
                 layout, candidates, model,
-                fixes=MappingProxyType(fixes), curve=drawn)
+                fixes=MappingProxyType(fixes), curve=drawn, region_note=region_note(s, catalog, values["grid_intensity"]))
 
 
 TIMELINE_MIN_WEEKS = 104   # two years of week columns, at least twice the generated project

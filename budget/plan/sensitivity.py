@@ -73,7 +73,9 @@ def _cases(plan) -> list[Case]:
     for key, (target, *_) in UNCERTAIN.items():
         for end in ("low", "high"):
             formula = case_formula(key, end)
-            value = _evaluate({"value": formula}, v)["value"]
+            # a blank input (an owned cluster's absent rental price, issue 28) times a factor is 0,
+            # as the sheet's formula computes it
+            value = 0.0 if v[target] is None else _evaluate({"value": formula}, v)["value"]
             values = (model.evaluate({**base_inputs, target: value}, lookups) if base is None else
                       model.dependents({target}, everything)({**base, target: value}, lookups))
             out.append(Case(key, end, target, value, formula, values))

@@ -149,6 +149,8 @@ def approval(rng: dict, percentile: float) -> dict[str, str]:
 
 
 def _shown(value, unit: str, currency: str, words) -> str:
+    if value is None:       # a blank input: an owned cluster's absent rental price (issue 28)
+        return words("report.formats.blank")
     if isinstance(value, str):
         return value
     if unit.startswith("fraction"):

@@ -139,9 +139,9 @@ def _report_context(plan: Plan) -> dict:
             "ask": words.money(range_figures(plan, cases(plan))["total_cost_ask"], cur),
             "ask_label": words("report.status.ask" if state["ok"] else "report.status.ask_indicative",
                                percentile=f"{v['approval_percentile']:.0f}"),
-            "pure_rental": words.money(plan.rental_cost, cur),
-            "billed_rental": words.money(v["billed_rental_cost"], cur),
-            "rental_gap": words.money(v["rental_gap_cost"], cur), "goodput": f"{v['goodput']:.1%}",
+            "pure_rental": _amount(plan.rental_cost, cur, words),
+            "billed_rental": _amount(v["billed_rental_cost"], cur, words),
+            "rental_gap": _amount(v["rental_gap_cost"], cur, words), "goodput": f"{v['goodput']:.1%}",
             "non_training_margin": f"{v['non_training_margin']:.1%}",
             "memory_per_gpu": f"{plan.memory_per_gpu_gb:,.1f}", "usable_hbm": f"{v['usable_hbm_gb']:,.1f}",
             "fits": plan.fits,
@@ -157,13 +157,13 @@ def _report_context(plan: Plan) -> dict:
         "status": state,
         "decision": decision(plan, state, scenario_digest(plan)),
         # the memo lines that say something for this plan (a zero VAT or unused reservation does not)
-        "memo": [{"label": model.items[name].label, "amount": words.money(v[name], cur)}
+        "memo": [{"label": model.items[name].label, "amount": _amount(v[name], cur, words)}
                  for name in MEMO_LINES if _memo_applies(name, v)],
         "energy": {"mwh": f"{v['energy_mwh']:,.0f}", "co2": f"{v['co2_tonnes']:,.0f}",
                    "pue": f"{v['pue']:g}", "grid": f"{v['grid_intensity']:g}",
                    "kwh_per_gpu_hour": f"{v['training_kwh_per_gpu_hour']:.2f}",
                    "electricity": words.money(v["energy_cost_equivalent"], cur),
-                   "owned": v["ownership"] == "owned"},
+                   "owned": v["ownership"] == "owned", "region": plan.region_note},
         "stages": stages,
         "reference": _reference(plan, words),
         "curve": curve_context(plan, words),
@@ -298,6 +298,12 @@ def _gantt(plan: Plan, phases: list[dict], words: Words, stages: list[dict] = ()
             "axis_y": 30 + len(spans) * row + 4, "left": left, "right": left + width}
 
 
+def _amount(value, cur: str, words: Words) -> str:
+    """An amount in the plan's currency; a blank memo line (an owned cluster given no rental
+    price, issue 28) says there is no rental price to compare."""
+    return words("report.cost.no_rental_price") if isinstance(value, str) else words.money(value, cur)
+
+
 def _memo_applies(name: str, v) -> bool:
     """The seed's arithmetic always; what renting would cost only beside an owned cluster (a
     rented one's cluster line is that rental); the others when they are not zero."""
@@ -322,13 +328,15 @@ def _label_room(labels) -> float:
 def _cost_chart(plan: Plan, words: Words) -> dict:
     v, cur = plan.values, plan.scenario.prices.currency
     model = plan.model or build_model(plan.lang)
-    lines = [(model.items[name].label, v[name]) for name in REPORT_LINES if v[name]] + [
-        (words("report.cost.chart_memo", label=model.items["rental_cost"].label), v["rental_cost"])]
+    lines = [(model.items[name].label, v[name]) for name in REPORT_LINES if v[name]]
+    memo_at = len(lines)        # the rental memo's bar, grey; none without a rental price (issue 28)
+    if not isinstance(v["rental_cost"], str):
+        lines.append((words("report.cost.chart_memo", label=model.items["rental_cost"].label), v["rental_cost"]))
     biggest = max((amount for _, amount in lines), default=1.0) or 1.0
     left, row = _label_room(label for label, _ in lines), 26.0
     width = CHART_WIDTH - left - AMOUNT_ROOM
     bars = [Bar(label, left, 10 + n * row, max(amount / biggest * width, 1.0),
-                "#8faadc" if n < len(lines) - 1 else "#d0cece", words.money(amount, cur))
+                "#8faadc" if n < memo_at else "#d0cece", words.money(amount, cur))
             for n, (label, amount) in enumerate(lines)]
     return {"bars": bars, "height": 10 + len(lines) * row + 6, "left": left}
 

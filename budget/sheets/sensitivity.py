@@ -138,7 +138,7 @@ def _table(w, ws, plan, all_cases, rng, row_of, top: int) -> list[float]:
         d = model.inputs[target]
         put_text(ws.cell(r, 1), _label(w, key))
         put_text(ws.cell(r, 2), shown)
-        own = "0.00E+00" if abs(v[shown]) >= 1e9 else number_format(d.unit, d.kind)
+        own = "0.00E+00" if abs(v[shown] or 0) >= 1e9 else number_format(d.unit, d.kind)
         exprs = _table_row(r, shown, col_of[(key, "low")], col_of[(key, "high")], row_of)
         expected = _table_values(r, shown, v, *_ends(all_cases, key), rng["rows"][k])
         for name, expr in exprs.items():
@@ -175,7 +175,8 @@ def _table_values(r: int, shown: str, v, low, high, figures) -> dict[str, float]
     """What _table_row's formulas give: the cases' values, and the range's (range_figures)."""
     lt, ht = low.values["total_cost"], high.values["total_cost"]
     swing = abs(ht - lt)
-    return {"base": v[shown], "low_value": low.values[shown], "high_value": high.values[shown],
+    # a link to a blank input (an owned cluster's absent rental price) shows 0, as a spreadsheet does
+    return {"base": 0.0 if v[shown] is None else v[shown], "low_value": low.values[shown], "high_value": high.values[shown],
             "total_low": lt, "total_high": ht, "swing": swing,
             "end_low": low.values["project_end"], "end_high": high.values["project_end"],
             "days_low": low.values["train_days"], "days_high": high.values["train_days"],

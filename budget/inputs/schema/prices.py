@@ -51,7 +51,8 @@ TIERS = ("on_demand", "reserved", "spot")
 
 
 class PricesSection(Section):
-    """`per_gpu_hour` or `catalog` (an id in catalogs/prices.yaml) prices the GPUs; amounts are in
+    """`per_gpu_hour` or `catalog` (an id in catalogs/prices.yaml) prices the GPUs (an owned cluster
+    may have neither: it then has no rental to compare, see `check_gpu_price`); amounts are in
     `currency` unless given as {amount, currency}; `fx_rates` says how many units of `currency`
     one unit of each other currency is worth (catalogs/prices.yaml has dated defaults)."""
     currency: Currency = "USD"
@@ -69,13 +70,18 @@ class PricesSection(Section):
 
     @model_validator(mode="after")
     def _one_gpu_price(self):
-        if self.per_gpu_hour is None and self.catalog is None:
-            raise rule_error(Msg("errors.scenario.no_gpu_price.message"),
-                             Msg("errors.scenario.no_gpu_price.fix"), "per_gpu_hour")
         if self.per_gpu_hour is not None and self.catalog is not None:
             raise rule_error(Msg("errors.scenario.two_gpu_prices.message"),
                              Msg("errors.scenario.two_gpu_prices.fix"), "catalog")
         return self
+
+
+def check_gpu_price(prices: PricesSection, ownership: str) -> None:
+    """A rented cluster needs a GPU price; an owned one (issue 28) plans without one, its rental
+    memo lines then saying there is no rental price to compare."""
+    if ownership != "owned" and prices.per_gpu_hour is None and prices.catalog is None:
+        raise rule_error(Msg("errors.scenario.no_gpu_price.message"),
+                         Msg("errors.scenario.no_gpu_price.fix"), "prices.per_gpu_hour")
 
 
 class OwnedSection(Section):
