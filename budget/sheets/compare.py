@@ -151,7 +151,7 @@ def _recommendation(w, ws, row: int, variants, row_of) -> None:
     expected = variants[best].title if best is not None else none_passes
     ws.cell(row + 1, 1, m("workbook.compare.recommended")).font = _style("BOLD_FONT")
     eligible = Ref("compare_eligible_total")
-    cheapest = INDEX(Ref("compare_option_names"), MATCH(MIN(eligible), eligible))
+    cheapest = INDEX(Ref("compare_option_names"), 1, MATCH(MIN(eligible), eligible))   # a row: row 1
     cell = w.formula(ws, row + 1, 2, IF(COUNT(eligible).eq(0), none_passes, cheapest), expected, None)
     cell.font = _style("BOLD_FONT")
     put_text(ws.cell(row + 2, 1), m("workbook.compare.rule"))
