@@ -179,7 +179,7 @@ def _warnings(b: ModelBuilder, i: Inputs) -> None:
     """Plausibility warnings, shown beside the checks and counted apart (warning_count)."""
     r = Ref
     b.section("warnings")
-    b.warning("warn_training_within_a_year", r("stretched_training_days") <= 365,
+    b.warning("warn_training_within_a_year", r("stretched_training_days") <= i.days_per_year,
               detail=sentence(b, "warn_training_within_a_year", ROUND(r("stretched_training_days"), 0)))
     ratio = r("tokens_per_param")
     b.warning("warn_tokens_per_param", AND(ratio >= i.tokens_per_param_low, ratio <= i.tokens_per_param_high),
