@@ -205,6 +205,24 @@ def test_the_recommendation_indexes_the_names_row_by_column(catalog, seed_h100):
     assert "INDEX(compare_option_names,1,MATCH(MIN(compare_eligible_total),compare_eligible_total,0))" in formula
 
 
+def test_the_chart_prints_with_the_comparison(catalog, seed_h100):
+    """The chart of days against cost lies inside the Compare sheet's print area: below the
+    recommendation, within its columns and rows (its height at 15-point rows), and above the
+    workings."""
+    from openpyxl.utils.cell import range_boundaries
+    from budget.sheets.compare import CHART_CM, CHART_ROWS
+    plan = dataclasses.replace(seed_h100, options=_option_plans(catalog))
+    ws = openpyxl.load_workbook(io.BytesIO(write_workbook(plan).data))["Compare"]
+    first_col, first_row, last_col, last_row = range_boundaries(str(ws.print_area).split("!")[-1].replace("$", ""))
+    (chart,) = ws._charts
+    start = chart.anchor._from
+    top, left = start.row + 1, start.col + 1
+    recommended = int(_recommendation_cell(ws)[1:])
+    assert recommended < top and first_col <= left <= last_col
+    assert top + CHART_ROWS - 1 <= last_row and CHART_ROWS * 15 / 72 * 2.54 >= CHART_CM[1]
+    assert last_row < _grid_top(ws)
+
+
 @pytest.mark.office
 def test_gnumeric_shows_the_recommendation(tmp_path, catalog):
     """Recalculated by Gnumeric (ssconvert --recalc), the recommendation is the option's name, as

@@ -39,6 +39,8 @@ COMPARE_NAMES = {"gpu_count": "compare_gpu_count", "train_days": "compare_train_
                  "master_check": "compare_check_count"}
 STAFF_TABLE = ("staff_role", "staff_headcount", "staff_monthly_cost", "staff_months")
 FIRST_COL = 4       # A: label, B: unit, C: name, then one column per option
+CHART_CM = (14, 7.5)                # the chart's width and height
+CHART_ROWS = 16                     # rows of 15 pt (0.53 cm) it covers, below the recommendation
 
 
 def option_variants(base, options) -> list[Variant]:
@@ -74,7 +76,8 @@ def write_compare(w, ws, base, options) -> None:
     key_top = head + 1
     p90_row = key_top + len(KEY_FIGURES)
     rec_row = p90_row + 2
-    grid_top = rec_row + 6
+    chart_row = rec_row + 4         # the chart below the recommendation, inside the print area
+    grid_top = chart_row + CHART_ROWS + 2
     staff_blocks = _staff_blocks(model, base, options, variants)
     rows = grid_rows(model, stage_count(variants))
     block_top = grid_top + len(rows) + 3
@@ -100,12 +103,12 @@ def write_compare(w, ws, base, options) -> None:
     for name, defined in COMPARE_NAMES.items():
         w.define(defined, ws, span.format(r=row_of[name]))
     _recommendation(w, ws, rec_row, variants, row_of)
-    _chart(m, ws, variants, row_of, rec_row)
+    _chart(m, ws, variants, row_of, chart_row)
     w.widths(ws, [44, 14, 26] + [20] * n)
     ws.freeze_panes = ws.cell(head + 1, FIRST_COL)
     w.page_setup(ws)
-    # Printed: the options side by side and the recommendation; the workings stay on screen.
-    ws.print_area = f"A1:{get_column_letter(last_col)}{rec_row + 2}"
+    # Printed: the options side by side, the recommendation and the chart; the workings stay on screen.
+    ws.print_area = f"A1:{get_column_letter(last_col)}{chart_row + CHART_ROWS - 1}"
 
 
 def _row_label(w, ws, r: int, name: str, model) -> None:
@@ -171,8 +174,8 @@ def _chart(m, ws, variants, row_of, anchor_row: int) -> None:
     series.marker.symbol = "circle"
     series.graphicalProperties.line.noFill = True
     chart.series.append(series)
-    chart.height, chart.width = 7.5, 14
-    ws.add_chart(chart, f"{get_column_letter(FIRST_COL + len(variants) + 1)}5")
+    chart.width, chart.height = CHART_CM
+    ws.add_chart(chart, f"A{anchor_row}")     # over columns A to C (84 characters, ~16 cm)
 
 
 def _staff_blocks(model, base, options, variants) -> dict[int, dict]:
