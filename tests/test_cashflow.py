@@ -202,7 +202,7 @@ def test_a_reserved_term_pays_up_front_then_over_the_whole_term(catalog):
     plan = plan_of(_seed_with(RESERVED), catalog, "reserved")
     result = write_workbook(plan)
     v, months = plan.values, len(_cells(result.names["cashflow_month_cells"]))
-    start, end = v["reservation_start"], v["reservation_start"] + 12 * 365 / 12
+    start, end = v["reservation_start"], v["reservation_start"] + 12 * v["days_per_year"] / 12
     assert v["evaluation_end"] < end and v["project_end"] < end       # the term outlasts the run
     upfront = v["reserved_upfront_cost"]
     assert upfront == pytest.approx(0.25 * v["cluster_cost"], rel=1e-9)   # no hours beyond the term

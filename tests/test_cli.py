@@ -86,7 +86,7 @@ REFUSALS = {
         "72.0 GB usable\n"
         "  fix: ways out, cheapest first: 48 GPUs (hardware.gpu_count: 48), the fewest whole nodes "
         "that fit, as TP 8 × PP 1 × DP 6, micro-batch 1, ZeRO-3, no recomputation, sequence parallel "
-        "(69.5 of 72.0 GB per GPU): 172.5 training days, total 738,626 USD; no larger accelerator of the catalog fits at 8 GPUs\n"),
+        "(69.5 of 72.0 GB per GPU): 172.5 training days, total 738,625 USD; no larger accelerator of the catalog fits at 8 GPUs\n"),
     "deadline-not-met": (
         _PLAIN.format(preset="llama3-8b", tokens="15T", batch="  global_batch_sequences: 1009\n",
                       count="deadline_days: 2"),

@@ -214,6 +214,65 @@ def test_names_and_recommendation(books):
     assert values[f"Compare!{first}"] >= 1
 
 
+def _recommendation_cell(ws) -> str:
+    """The coordinate of the recommendation: column B of the row labelled Recommended."""
+    return next(f"B{c.row}" for c in ws["A"] if c.value == "Recommended")
+
+
+def test_the_recommendation_indexes_the_names_row_by_column(catalog, seed_h100):
+    """The option names are a row: INDEX takes row 1 and the column MATCH finds. With the column
+    alone Gnumeric reads it as a row number and shows #REF!."""
+    plan = dataclasses.replace(seed_h100, options=_option_plans(catalog))
+    ws = openpyxl.load_workbook(io.BytesIO(write_workbook(plan).data))["Compare"]
+    formula = ws[_recommendation_cell(ws)].value
+    assert "INDEX(compare_option_names,1,MATCH(MIN(compare_eligible_total),compare_eligible_total,0))" in formula
+
+
+def test_the_chart_prints_with_the_comparison(catalog, seed_h100):
+    """The chart of days against cost lies inside the Compare sheet's print area: below the
+    recommendation, within its columns and rows (its height at 15-point rows), and above the
+    workings."""
+    from openpyxl.utils.cell import range_boundaries
+    from budget.sheets.compare import CHART_CM, CHART_ROWS
+    plan = dataclasses.replace(seed_h100, options=_option_plans(catalog))
+    ws = openpyxl.load_workbook(io.BytesIO(write_workbook(plan).data))["Compare"]
+    first_col, first_row, last_col, last_row = range_boundaries(str(ws.print_area).split("!")[-1].replace("$", ""))
+    (chart,) = ws._charts
+    start = chart.anchor._from
+    top, left = start.row + 1, start.col + 1
+    recommended = int(_recommendation_cell(ws)[1:])
+    assert recommended < top and first_col <= left <= last_col
+    assert top + CHART_ROWS - 1 <= last_row and CHART_ROWS * 15 / 72 * 2.54 >= CHART_CM[1]
+    assert last_row < _grid_top(ws)
+
+
+@pytest.mark.office
+def test_gnumeric_shows_the_recommendation(tmp_path, catalog):
+    """Recalculated by Gnumeric (ssconvert --recalc), the recommendation is the option's name, as
+    LibreOffice shows it (test_names_and_recommendation), not an error."""
+    import shutil
+    import subprocess
+    import warnings
+    from support import require_tool
+    ssconvert = require_tool(shutil.which("ssconvert"), "Gnumeric (ssconvert), the second engine,",
+                             "apt-get install -y gnumeric")
+    # A deadline date two years out, met by every option: Gnumeric reads a column's link to a
+    # blank deadline date as 0, a date, and fails every column's deadline check (see the report).
+    deadline = {"schedule.deadline": "2029-12-31"}
+    base = plan_of(with_changes(raw(SEED_H100), deadline), catalog, "base")
+    options = tuple((title, plan_of(with_changes(with_changes(raw(SEED_H100), deadline), changes), catalog,
+                                    f"option-{n}")) for n, (title, changes) in enumerate(OPTIONS.items()))
+    book, target = tmp_path / "compare.xlsx", tmp_path / "gnumeric.xlsx"
+    book.write_bytes(write_workbook(dataclasses.replace(base, options=options)).data)
+    proc = subprocess.run([ssconvert, "--recalc", str(book), str(target)], capture_output=True, text=True,
+                          timeout=300)
+    assert target.exists(), proc.stderr[-500:]
+    with warnings.catch_warnings():     # Gnumeric writes no default cell style
+        warnings.simplefilter("ignore", UserWarning)
+        ws = openpyxl.load_workbook(target, data_only=True)["Compare"]
+    assert ws[_recommendation_cell(ws)].value == "1,024 H100"
+
+
 @pytest.mark.office
 def test_the_options_example_regenerates_seed_002s_comparison(tmp_path, catalog):
     """scenarios/gpt3-175b-options.yaml through the command line: the Compare sheet, recalculated

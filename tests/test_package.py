@@ -266,6 +266,9 @@ def test_index_shows_each_scenarios_headline(package_dir):
         assert doc["scenario"]["name"] in text
         assert f"{h['train_days']:,.1f}" in text and f"{h['total_cost']:,.0f} USD" in text
         assert h["accelerator_name"] in text and f"{h['gpu_count']:,}" in text
+        # the GPU cluster's line of the total (the billed rental), not the memo of GPU-hours x rate
+        assert f"GPU cluster (billed rental, or the owned cluster's cost) {h['cluster_cost']:,.0f} USD" in text
+        assert h["cluster_cost"] > h["rental_cost"] and f"{h['rental_cost']:,.0f} USD" not in text
     assert "1 failing" in text and "2 warnings" in text
     assert "256 H100 (TP 4 x PP 8 x DP 8)" in text and "316.5" in text
 

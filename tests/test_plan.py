@@ -409,11 +409,11 @@ def test_the_levers_that_do_not_fit_say_so(catalog):
     assert problem.fix == (
         "ways out, cheapest first: NVIDIA GB200 NVL72 (per GPU) (hardware.accelerator: nvidia_gb200), the "
         "catalog's smallest memory that fits, at 64 GPUs as TP 8 × PP 1 × DP 8, micro-batch 1, no ZeRO, no "
-        "recomputation, sequence parallel (163.8 of 167.4 GB per GPU): 78.8 training days, total 869,118 USD at "
+        "recomputation, sequence parallel (163.8 of 167.4 GB per GPU): 78.8 training days, total 869,117 USD at "
         "the scenario's price per "
         "GPU-hour × 2.07 (the catalog's median on-demand prices, 10.50 against 5.07 USD); "
         "ZeRO-1 (parallelism.zero_stage: 1) fits on 64 GPUs as TP 8 × PP 1 × DP 8, micro-batch 1, ZeRO-1, no "
-        "recomputation, sequence parallel (71.9 of 72.0 GB per GPU): 198.3 training days, total 1,000,618 USD, 131,500 USD more; "
+        "recomputation, sequence parallel (71.9 of 72.0 GB per GPU): 198.3 training days, total 1,000,616 USD, 131,499 USD more; "
         "even full recomputation does not fit; no GPU count that splits the batch fits")
     # the GB200's total is the plan at that accelerator and the scaled price
     way = _ways(problem)[0].figures

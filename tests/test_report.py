@@ -53,7 +53,7 @@ def test_the_chinese_report_declares_its_language_and_writes_dates_the_chinese_w
     assert "    正式训练 :training, 2027-03-01, 2027-09-14" in text        # Mermaid: ISO data
     assert "2027-01-04" not in html
     assert "## 状态：不可审批（1 项校验未通过）" in text
-    assert "按季度支出：2027年第1季度 719,953 USD；2027年第2季度" in text
+    assert "按季度支出：2027年第1季度 719,851 USD；2027年第2季度" in text
     assert '<text x="503.3" y="16" text-anchor="middle">2027年7月</text>' in html    # Gantt axis
     for english in ("Decision asked for", "At a glance", "Failure budget", "Key assumptions", "Total"):
         assert english not in html and english not in text, english

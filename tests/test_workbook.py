@@ -501,3 +501,31 @@ def test_writing_a_book_leaves_the_collector_as_it_was(seed_h100):
         assert not gc.isenabled()
     finally:
         gc.enable()
+
+
+FINANCE_SHEETS = ("Summary", "Cost", "Cashflow", "Compare")
+
+
+def test_no_scientific_notation_where_finance_reads(catalog):
+    """The options example's Summary, Cost and Cashflow sheets and the Compare sheet's printed
+    part hold no number format in E notation: a FLOP count reads in thousands of a power of ten
+    (the seed's 3.15e24 FLOPs as 3,150.00 ×10²¹)."""
+    import io
+    import re
+    from openpyxl.utils.cell import range_boundaries
+    from budget.plan.options import plan_file
+    from budget.sheets.writer import FLOP_FORMAT
+    from support import SCENARIOS
+    wb = openpyxl.load_workbook(io.BytesIO(write_workbook(plan_file(SCENARIOS / "gpt3-175b-options.yaml", catalog)).data))
+    scientific = re.compile(r"(?<![\"A-Za-z])[0#][.0#]*E[+-]0", re.I)
+    found = []
+    for sheet in FINANCE_SHEETS:
+        ws = wb[sheet]
+        last_row = ws.max_row
+        if ws.print_area:
+            last_row = range_boundaries(str(ws.print_area).split("!")[-1].replace("$", ""))[3]
+        found += [f"{sheet}!{c.coordinate} {c.number_format}" for row in ws.iter_rows(max_row=last_row) for c in row
+                  if c.value is not None and scientific.search(c.number_format or "")]
+    assert found == []
+    flops = [c for row in wb["Summary"].iter_rows() for c in row if c.value == "=train_flops"]
+    assert flops and all(c.number_format == FLOP_FORMAT for c in flops)

@@ -105,6 +105,16 @@ def test_the_two_writer_paths_agree_on_every_bundled_book(path, catalog):
     assert canonical_parts(fast.data) == canonical_parts(plain.data)
 
 
+def test_no_empty_workbook_protection_element(seed_h100):
+    """Nothing protects the workbook's structure (the sheets are protected, without a password):
+    neither path writes an empty <workbookProtection/>, which reads as protection to a reviewer's
+    tools."""
+    import zipfile
+    for result in both_paths(seed_h100):
+        with zipfile.ZipFile(io.BytesIO(result.data)) as z:
+            assert b"workbookProtection" not in z.read("xl/workbook.xml")
+
+
 def test_the_plain_path_is_what_the_environment_asks_for(seed_h100, monkeypatch):
     monkeypatch.setenv("TRAINBUDGET_XLSX_WRITER", "openpyxl")
     asked = write_workbook(seed_h100)

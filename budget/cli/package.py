@@ -23,7 +23,6 @@ import datetime as dt
 import hashlib
 import json
 import math
-import sys
 from dataclasses import replace
 from pathlib import Path
 from typing import Mapping
@@ -115,6 +114,7 @@ def headline(plan: Plan) -> dict:
             "project_end": _iso(v["project_end"]),
             # null: an owned cluster given no rental price (issue 28), whose rental memo is words
             "rental_cost": None if isinstance(plan.rental_cost, str) else plan.rental_cost,
+            "cluster_cost": v["cluster_cost"],
             "total_cost": plan.total_cost, "currency": plan.scenario.prices.currency,
             "approval_percentile": v["approval_percentile"], "ask": rng["total_cost_ask"],
             "point_percentile": rng["point_percentile"], "buffered_total_cost": v["buffered_total_cost"],
@@ -247,7 +247,10 @@ def plan_schema() -> dict:
         "project_start": _nullable(_DATE),
         "project_end": _nullable(_DATE),
         "rental_cost": _nullable({"type": "number", "minimum": 0,
-                                  "description": "null: an owned cluster with no rental price to compare"}),
+                                  "description": "a memo: GPU-hours at the tier's rate (seed 002's arithmetic), not "
+                                                 "the bill; null: an owned cluster with no rental price to compare"}),
+        "cluster_cost": {"type": "number", "minimum": 0,
+                         "description": "the GPU cluster's line of the total: the billed rental, or the owned cluster's cost"},
         "total_cost": {"type": "number", "minimum": 0,
                        "description": "the point estimate: the cost lines and VAT, no contingency"},
         "approval_percentile": {"type": "number", "minimum": 50, "maximum": 95,

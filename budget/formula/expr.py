@@ -63,7 +63,10 @@ def MONTH(x) -> Expr: return Call("MONTH", (lift(x),))
 def DATE(y, m, d) -> Expr: return Call("DATE", (lift(y), lift(m), lift(d)))
 # Sheet-side functions: a sheet's own lookups and sorting (the Sensitivity tornado, a table's rows);
 # the planner's model does not use them, so they have no Python twin.
-def INDEX(area, k) -> Expr: return Call("INDEX", (lift(area), lift(k)))
+def INDEX(area, k, column=None) -> Expr:
+    """INDEX(area, k): the k-th cell of a column; INDEX(area, 1, k): the k-th of a row (Gnumeric
+    reads a lone second argument as a row number, #REF! in a one-row area)."""
+    return Call("INDEX", (lift(area), lift(k)) if column is None else (lift(area), lift(k), lift(column)))
 def MATCH(x, area) -> Expr: return Call("MATCH", (lift(x), lift(area), Num(0)))    # exact match
 def LARGE(area, k) -> Expr: return Call("LARGE", (lift(area), lift(k)))
 def ROW() -> Expr: return Call("ROW", ())

@@ -324,6 +324,89 @@ def read_inputs(book: _Book, model: Model) -> dict[str, object]:
     return values
 
 
+# The Compare sheet (budget/sheets/compare.py): a header row of option names, defined by
+# compare_option_names (the base first), and below it the workings, one row per input with the
+# input's name in column C; an option's own inputs are values, the others link to the Inputs sheet.
+COMPARE_NAMES, COMPARE_LAST_ROW, COMPARE_NAME_COLUMN = "compare_option_names", "compare_total_cost", 3
+
+
+def _is_link(formula: str, name: str) -> bool:
+    """Whether a Compare cell's formula is the link to the Inputs sheet's input `name` (as the
+    grid writes it: `=name`, or `=IF(ISNUMBER(name),name,"")` for an optional number)."""
+    typed = "".join(formula.lstrip("=").split()).lower()
+    name = name.lower()
+    return typed in (name, f'if(isnumber({name}),{name},"")')
+
+
+def _overrides(base: dict, option: dict) -> dict:
+    """The keys of `option` that differ from `base`, as an option of a scenario writes them
+    (budget/inputs/options.py merges them back): mappings key by key, `None` for a key the
+    option does not have."""
+    out: dict = {}
+    for key, value in option.items():
+        if isinstance(value, dict) and isinstance(base.get(key), dict):
+            inner = _overrides(base[key], value)
+            if inner:
+                out[key] = inner
+        elif key not in base or value != base[key]:
+            out[key] = value
+    out.update({key: None for key in base if key not in option})
+    return out
+
+
+def read_options(book: _Book, model: Model, values: dict, base: dict, catalog_rows: list[dict],
+                 catalog: Catalog) -> list[dict]:
+    """The scenario's `options:` read back from the Compare sheet: each option column's name and
+    the inputs it holds as values (its own, or a reviewer's typed over a link), written as the
+    keys that differ from the base scenario `base`. [] for a book without options."""
+    names = book.area(COMPARE_NAMES)
+    last = book.area(COMPARE_LAST_ROW)
+    if names is None or last is None or names.last[1] <= names.first[1]:
+        return []
+    sheet = names.sheet
+    book.boxes[sheet] = Box(min(last.last[0], limits.MAX_READ_ROWS), min(names.last[1], limits.MAX_READ_COLUMNS))
+    ws = book.sheet(sheet)
+    rows: dict[str, int] = {}      # input -> its row of the workings (below the key figures)
+    for (r, c), name in ws.cells.items():
+        if c == COMPARE_NAME_COLUMN and r > names.first[0] and isinstance(name, str) and name in values \
+                and not model.inputs[name].is_range:
+            rows[name] = max(rows.get(name, 0), r)
+    options = []
+    for c in range(names.first[1] + 1, names.last[1] + 1):
+        where = f"{sheet}!{column_letters(c)}{names.first[0]}"
+        title = ws.cells.get((names.first[0], c))
+        if isinstance(title, Unreadable) or title is None or not str(title).strip():
+            raise WorkbookError(book.path, [Problem(
+                f"{where} ({COMPARE_NAMES})", Msg("importer.errors.option_name.message"),
+                Msg("importer.errors.option_name.fix"))], book.lang)
+        own = dict(values)
+        for name, r in rows.items():
+            cell = ws.cells.get((r, c))
+            if isinstance(cell, str) and cell.startswith("=") and _is_link(cell, name):
+                continue
+            own[name] = _cell_value(book, model.inputs[name], f"{sheet}!{column_letters(c)}{r}", cell)
+        data = _scenario_data(book, catalog, model, own, catalog_rows)
+        options.append({"name": str(title).strip(), **_overrides(base, data)})
+    return options
+
+
+def _scenario_data(book: _Book, catalog: Catalog, model: Model, values: dict, catalog_rows: list[dict]) -> dict:
+    """The scenario data of one column of inputs (the Inputs sheet's, an option's), without the
+    catalog rows, name and sources."""
+    data = unbind(model, values)
+    # A reviewer who types both wins with the MFU (the workbook uses it first).
+    hardware = data.setdefault("hardware", {})
+    if "effective_tflops" in hardware and ("mfu" in hardware or "baseline_mfu" in hardware):
+        hardware.pop("effective_tflops")
+    peak, _ = _catalog_changes(catalog_rows, catalog, str(values["gpu_type"]))
+    hardware.update(peak)
+    _node_edits(book, catalog, str(values["gpu_type"]), values, data)
+    fx = read_fx_rates(book, str(values.get("currency") or "USD"))
+    if fx:
+        data.setdefault("prices", {})["fx_rates"] = fx
+    return data
+
+
 def _catalog_source(book: _Book, n: int):
     """Row n's Source cell: the column right of the accelerator table's last column (the table
     gains columns over time; its last column's defined name says where it ends)."""
@@ -476,17 +559,10 @@ def import_workbook(path: str | Path, catalog: Catalog, lang: str | None = None)
 def _import(book: _Book, path: Path, catalog: Catalog, lang: str) -> Imported:
     model = build_model(book.lang)
     values = read_inputs(book, model)
-    data = unbind(model, values)
-    # A reviewer who types both wins with the MFU (the workbook uses it first).
-    hardware = data.setdefault("hardware", {})
-    if "effective_tflops" in hardware and ("mfu" in hardware or "baseline_mfu" in hardware):
-        hardware.pop("effective_tflops")
-    peak, rows = _catalog_changes(read_catalog_rows(book), catalog, str(values["gpu_type"]))
-    hardware.update(peak)
-    _node_edits(book, catalog, str(values["gpu_type"]), values, data)
-    fx = read_fx_rates(book, str(values.get("currency") or "USD"))
-    if fx:
-        data.setdefault("prices", {})["fx_rates"] = fx
+    catalog_rows = read_catalog_rows(book)
+    data = _scenario_data(book, catalog, model, values, catalog_rows)
+    options = read_options(book, model, values, data, catalog_rows, catalog)
+    _, rows = _catalog_changes(catalog_rows, catalog, str(values["gpu_type"]))
     if rows:
         data["catalog"] = {"accelerators": rows}
     props = book.props
@@ -498,6 +574,8 @@ def _import(book: _Book, path: Path, catalog: Catalog, lang: str) -> Imported:
         head["language"] = book.lang
     data = {**head, **data}
     data["sources"] = _sources(book, model)
+    if options:
+        data["options"] = options
 
     changed = _changed_since_generation(values, model)
     searched = values.get("layout_searched") == "yes"

@@ -16,7 +16,7 @@ holding its start (so no formula divides by zero):
 * `cluster_cost` over the reservation, setup to the end of evaluation [reservation_start,
   evaluation_end); a cluster rented on a reserved term pays `reserved_upfront_cost` in the month
   the term starts and the rest over the whole term when it outlasts the run, [reservation_start,
-  reservation_start + MAX(evaluation_end - reservation_start, reserved_term_months × 365/12)): one
+  reservation_start + MAX(evaluation_end - reservation_start, reserved_term_months × days_per_year/12)): one
   formula per month that follows `price_tier` and `ownership`;
 * `experiment_cost`: the validation runs' share of its GPU-hours over the validation phase, the
   scaling runs' over the scaling phase;
@@ -115,7 +115,7 @@ def _periods(b: ModelBuilder, i) -> None:
                 IF(AND(i.price_tier.eq("reserved"), i.ownership.eq("rented")), 1, 0))
     start = r("reservation_start")
     _period(b, "reservation", r("evaluation_end"), r("evaluation_end") - start)
-    billed = MAX(r("evaluation_end") - start, term * i.reserved_term_months * 365 / 12)
+    billed = MAX(r("evaluation_end") - start, term * i.reserved_term_months * i.days_per_year / 12)
     _period(b, "billed", start + billed, billed)
     _own(b, "cashflow_upfront_total", "currency", term * r("reserved_upfront_cost"))
     b.row_item("cashflow_upfront", "currency",
@@ -123,22 +123,22 @@ def _periods(b: ModelBuilder, i) -> None:
     for period, end in (("validation", "validation_end"), ("scaling", "scaling_end"),
                         ("rollback", "training_end"), ("post_training", "evaluation_end")):
         _period(b, period, r(end), r(end) - r(PERIOD_STARTS[period]))
-    served = i.serving_months * 365 / 12
+    served = i.serving_months * i.days_per_year / 12
     _period(b, "serving", r("deployment_start") + served, served)
-    held = r("storage_months_used") * 365 / 12
+    held = r("storage_months_used") * i.days_per_year / 12
     _period(b, "storage", i.start_date + held, held)
     _staffing(b, i)
 
 
 def _staffing(b: ModelBuilder, i) -> None:
     """The month's staffing at the table's rates: Σ headcount × monthly cost × days of the role in
-    the month × 12/365, each role from the project start for its months (blank: the project's)."""
+    the month × 12/days_per_year, each role from the project start for its months (blank: the project's)."""
     lo, end = MAX(At(START), i.start_date), At(END)
-    role_end = i.start_date + (Of("staff_months") + BlankOf("staff_months") * Ref("project_months")) * 365 / 12
+    role_end = i.start_date + (Of("staff_months") + BlankOf("staff_months") * Ref("project_months")) * i.days_per_year / 12
     days = (role_end - lo) * (role_end > lo) * (role_end < end) + (end - lo) * (role_end >= end)
     weight = b.row_item("cashflow_staff_weight", "currency",
                         months_of(SUMPRODUCT(i.staff_headcount, i.staff_monthly_cost, Each(days, "staff_headcount"))
-                                  * 12 / 365))
+                                  * 12 / i.days_per_year))
     _own(b, "cashflow_staff_weight_sum", "currency", SUM(weight))
 
 

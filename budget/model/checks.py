@@ -136,10 +136,15 @@ def _consistency_checks(b: ModelBuilder, i: Inputs) -> None:
     """The arithmetic adds up, the stages agree with the plan, and the workbook is as generated."""
     r = Ref
     b.section("arithmetic")
+    # the sentence names the live cause: a line that is not a number (text or an error in an
+    # input it reads), else a line or the total typed over
+    numbers = AND(*(ISNUMBER(r(n)) for n in ("total_cost", *COST_LINES, "vat_in_total")))
     b.check("check_costs_add_up", ABS(r("total_cost") - SUM(*(r(n) for n in COST_LINES))
                 - r("vat_in_total")) <= r("total_cost") / 1000 / 1000 / 1000,
-            detail=sentence(b, "check_costs_add_up"))
-    b.check("check_owned_priced", OR(i.ownership.eq("rented"), r("node_price_used") > 0),
+            detail=IF(numbers, sentence(b, "check_costs_add_up"), b.text("items.check_costs_add_up.detail_not_number")))
+    # a rented cluster passes without reading the owned cluster's price (an error there, a
+    # currency without a rate, is check_fx_rates's to name)
+    b.check("check_owned_priced", IF(i.ownership.eq("rented"), 1, r("node_price_used")) > 0,
             detail=sentence(b, "check_owned_priced"))
     b.check("check_fx_rates",
             AND(*(ISNUMBER(r(n)) for n, _ in FX_FACTORS)),
@@ -204,7 +209,7 @@ def _warnings(b: ModelBuilder, i: Inputs) -> None:
     """Plausibility warnings, shown beside the checks and counted apart (warning_count)."""
     r = Ref
     b.section("warnings")
-    b.warning("warn_training_within_a_year", r("stretched_training_days") <= 365,
+    b.warning("warn_training_within_a_year", r("stretched_training_days") <= i.days_per_year,
               detail=sentence(b, "warn_training_within_a_year", ROUND(r("stretched_training_days"), 0)))
     ratio = r("tokens_per_param")
     # issue 28: a fine-tune (sft, lora) trains on few tokens per parameter by design, and its staff

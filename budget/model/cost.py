@@ -72,7 +72,7 @@ def _gpu_rental(b: ModelBuilder, i: Inputs, fx: dict[str, Expr]) -> None:
                       + r("card_allowance_billed_only_gpu_hours"))
     committed = b.item("committed_gpus", "GPUs",
                        IF(ISNUMBER(i.reserved_committed_gpus), i.reserved_committed_gpus, r("reserved_gpus")))
-    term_h = b.item("reserved_term_hours", "hours", i.reserved_term_months * 365 / 12 * 24)
+    term_h = b.item("reserved_term_hours", "hours", i.reserved_term_months * i.days_per_year / 12 * 24)
     committed_h = b.item("committed_gpu_hours", "GPU-h", IF(reserved, committed * term_h, 0))
     used_h = b.item("committed_gpu_hours_used", "GPU-h",
                     IF(reserved, MIN(r("reserved_gpus"), committed) * MIN(r("billed_days") * 24, term_h), 0))
@@ -138,11 +138,11 @@ def _owned_cluster(b: ModelBuilder, i: Inputs, fx: dict[str, Expr]) -> None:
                  / Lookup(FX_TABLE, "rate", i.currency), 0)))
     share = b.item("life_share", "fraction",
                    IF(ISNUMBER(i.life_share_override), i.life_share_override,
-                      MIN(1, r("billed_days") / (years * 365))))
+                      MIN(1, r("billed_days") / (years * i.days_per_year))))
     capital = b.item("capital_cost", "currency", nodes * r("node_price_used") * crf * years * share)
     owned_energy = b.item("owned_energy_cost", "currency", cluster_mwh * 1000 * power)
     ops = b.item("owned_ops_cost", "currency",
-                 nodes * i.ops_per_node_month * fx["fx_ops"] * r("billed_days") * 12 / 365)
+                 nodes * i.ops_per_node_month * fx["fx_ops"] * r("billed_days") * 12 / i.days_per_year)
     owned_cost = b.item("owned_cost", "currency", capital + owned_energy + ops)
     b.item("owned_rate_per_gpu_hour", "currency/GPU-hour", owned_cost / billed_h)
 
@@ -165,7 +165,7 @@ def _cost_lines(b: ModelBuilder, i: Inputs, fx: dict[str, Expr]) -> None:
     b.item("rollback_cost", "currency", rb_h * compute_rate)
     b.item("post_training_cost", "currency", post_h * compute_rate)
     b.item("serving_cost", "currency",
-           i.serving_gpus * i.serving_months * 365 / 12 * 24
+           i.serving_gpus * i.serving_months * i.days_per_year / 12 * 24
            * IF(ISNUMBER(i.serving_per_gpu_hour), i.serving_per_gpu_hour * fx["fx_gpu"],
                 compute_rate))
     b.item("network_cost", "currency", (billed_h + extra_h) * i.network_per_gpu_hour * fx["fx_gpu"])
@@ -210,9 +210,9 @@ def _total_and_cashflow(b: ModelBuilder, i: Inputs) -> None:
     res_start = b.item("reservation_start", "date", r("training_start") + i.queue_days)
     held = MAX(r("project_months"), months, i.staff_months)   # blank staff months: the project's
     end = b.item("spend_end", "date",
-                 MAX(r("project_end"), i.start_date + held * 365 / 12,
-                     res_start + IF(AND(reserved, NOT(owned)), i.reserved_term_months * 365 / 12, 0),
-                     r("deployment_start") + i.serving_months * 365 / 12))
-    b.item("spend_months", "months", (end - i.start_date) * 12 / 365)
+                 MAX(r("project_end"), i.start_date + held * i.days_per_year / 12,
+                     res_start + IF(AND(reserved, NOT(owned)), i.reserved_term_months * i.days_per_year / 12, 0),
+                     r("deployment_start") + i.serving_months * i.days_per_year / 12))
+    b.item("spend_months", "months", (end - i.start_date) * 12 / i.days_per_year)
     b.item("rental_share", "fraction",
            IF(subtotal > 0, (cluster + experiments + rollback + post) / subtotal, 0))

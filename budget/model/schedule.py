@@ -156,7 +156,7 @@ def timeline(b: ModelBuilder, i: Inputs) -> None:
     b.item("project_end", "date", previous)
     days = b.item("project_days", "days", previous - i.start_date)
     b.item("project_weeks", "weeks", days / 7)
-    b.item("project_months", "months", days * 12 / 365)
+    b.item("project_months", "months", days * 12 / i.days_per_year)
     deadline_dates(b, i)
 
 

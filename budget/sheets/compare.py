@@ -54,6 +54,8 @@ _CASE_FIGURES = {"total_low": ("total_cost", "low"), "total_high": ("total_cost"
 FIRST_COL = 4       # A: label, B: unit, C: name, then one column per option
 HEAD_ROW = 4        # the options' titles
 ADDED_COLUMNS = 10  # the header cells right of the options read for a pasted column (issue 29)
+CHART_CM = (14, 7.5)                # the chart's width and height
+CHART_ROWS = 16                     # rows of 15 pt (0.53 cm) it covers, below the recommendation
 
 
 def option_variants(base, options) -> list[Variant]:
@@ -89,7 +91,8 @@ def write_compare(w, ws, base, options) -> None:
     key_top = head + 1
     range_top = key_top + len(KEY_FIGURES)
     rec_row = range_top + len(RANGE_ROWS) + 1
-    grid_top = rec_row + 6
+    chart_row = rec_row + 4         # the chart below the recommendation, inside the print area
+    grid_top = chart_row + CHART_ROWS + 2
     staff_blocks = _staff_blocks(model, base, options, variants)
     rows = grid_rows(model, stage_count(variants))
     block_top = grid_top + len(rows) + 3
@@ -115,12 +118,12 @@ def write_compare(w, ws, base, options) -> None:
     for name, defined in COMPARE_NAMES.items():
         w.define(defined, ws, span.format(r=row_of[name]))
     _recommendation(w, ws, rec_row, variants, row_of)
-    _chart(m, ws, variants, row_of, rec_row)
+    _chart(m, ws, variants, row_of, chart_row)
     w.widths(ws, [44, 14, 26] + [20] * n)
     ws.freeze_panes = ws.cell(head + 1, FIRST_COL)
     w.page_setup(ws)
-    # Printed: the options side by side and the recommendation; the workings stay on screen.
-    ws.print_area = f"A1:{get_column_letter(last_col)}{rec_row + 2}"
+    # Printed: the options side by side, the recommendation and the chart; the workings stay on screen.
+    ws.print_area = f"A1:{get_column_letter(last_col)}{chart_row + CHART_ROWS - 1}"
 
 
 def _row_label(w, ws, r: int, name: str, model, named: bool = True) -> None:
@@ -242,7 +245,7 @@ def _recommendation(w, ws, row: int, variants, row_of) -> None:
     expected = variants[best].title if best is not None else none_passes
     ws.cell(row + 1, 1, m("workbook.compare.recommended")).font = _style("BOLD_FONT")
     eligible = Ref("compare_eligible_total")
-    cheapest = INDEX(Ref("compare_option_names"), MATCH(MIN(eligible), eligible))
+    cheapest = INDEX(Ref("compare_option_names"), 1, MATCH(MIN(eligible), eligible))   # a row: row 1
     # issue 29: a column pasted right of the options is compared by nothing here: while the
     # header cells there hold anything, no option is recommended and the cell says why
     after = get_column_letter(FIRST_COL + len(variants))
@@ -271,8 +274,8 @@ def _chart(m, ws, variants, row_of, anchor_row: int) -> None:
     series.marker.symbol = "circle"
     series.graphicalProperties.line.noFill = True
     chart.series.append(series)
-    chart.height, chart.width = 7.5, 14
-    ws.add_chart(chart, f"{get_column_letter(FIRST_COL + len(variants) + 1)}5")
+    chart.width, chart.height = CHART_CM
+    ws.add_chart(chart, f"A{anchor_row}")     # over columns A to C (84 characters, ~16 cm)
 
 
 def _staff_blocks(model, base, options, variants) -> dict[int, dict]:

@@ -103,6 +103,10 @@ def number_format(unit: str, kind: str = "number") -> str | None:
 
 
 _FORMATS: dict[tuple[str, str], str | None] = {}
+# FLOP counts in thousands of powers of ten (3.15e24 reads 3,150.00 ×10²¹, 1.62e18 reads 1,620.00
+# ×10¹⁵), smaller ones in full: each trailing comma divides by 1,000 (Excel, LibreOffice, Gnumeric)
+FLOP_FORMAT = ('[>=1000000000000000000000]#,##0.00,,,,,,," ×10²¹";'    # i18n: not text
+               '[>=1000000000000000]#,##0.00,,,,," ×10¹⁵";#,##0')
 
 
 def _number_format(unit: str, kind: str) -> str | None:
@@ -118,7 +122,9 @@ def _number_format(unit: str, kind: str) -> str | None:
         return "#,##0.0###"
     if unit in {"text", "catalog id", "mode", "yes/no"}:
         return None
-    if unit in {"FLOP", "GPU-s", "FLOP/s"}:
+    if unit == "FLOP":      # on the Summary and Cost sheets, which finance reads: no E notation
+        return FLOP_FORMAT
+    if unit in {"GPU-s", "FLOP/s"}:
         return "0.00E+00"
     if unit == "s":
         return "#,##0.00"

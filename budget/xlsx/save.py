@@ -63,6 +63,8 @@ def save_book(wb, cached: dict[str, dict[tuple[int, int], object]], body_font: s
     """The book's bytes, each formula cell with its cached value (`cached`: sheet title ->
     (row, column) -> the value), fonts named `body_font` where they named none."""
     fonts = FontNames(wb._fonts, body_font)
+    if wb.security is not None and not dict(wb.security):     # openpyxl lists only what is set
+        wb.security = None      # nothing protected: no empty <workbookProtection/> element
     buffer = io.BytesIO()
     if fast and fast_path_fits():
         FastExcelWriter(wb, FixedZip(buffer), fonts, cached).save()
