@@ -390,6 +390,7 @@ class Writer:
         self.candidate_cells: list[dict[str, Cell]] = []   # per candidate: layout input -> Inputs cell
         self.table_cells: dict[tuple[str, int], str] = {}  # stages.table_cell's answers
         self.units: dict[tuple[str, str], tuple] = {}      # unit_cell's (formula or None, value)
+        self.changed_rows: tuple[int, int] | None = None   # Inputs: the first and last input rows (column H counts)
 
     # --- words and units ---------------------------------------------------------------
     def sheet_name(self, title: str) -> str:
