@@ -1,6 +1,9 @@
-"""The Summary: what a CFO reads in 30 seconds, on one page. The status and, one fixed row per
-check and warning, what fails in words; the answers, the cost lines to the total and the ask
-as live formulas; the energy; the details; and the sizing and layout decision in words."""
+"""The Summary: the answer on one printed page (issue 29). A live title, the scenario's words as
+written at generation with the inputs changed since (old -> new), the status and the first
+failing checks in words, the ask, the total and its range, the recommendation, the GPUs, days
+and dates, and a sign-off block; below the print area, the workings: one fixed row per check and
+warning, the answers, the cost lines to the total and the ask as live formulas, the energy, the
+details, and the sizing and layout decision in words."""
 
 from __future__ import annotations
 
