@@ -109,8 +109,8 @@ def test_no_numeric_constants_or_unsupported_functions_on_calculation_sheets(boo
 
 def test_text_from_the_scenario_stays_text(book, seed_h100):
     _, wb = book
-    assert wb["Summary"]["A1"].value == seed_h100.scenario.name
-    assert wb["Summary"]["A1"].data_type == "s"
+    assert seed_h100.scenario.name in wb["Summary"]["A2"].value     # as written at generation (issue 29)
+    assert wb["Summary"]["A2"].data_type == "s"
     roles = [c.value for c in wb["Inputs"]["A"] if c.value in {"ML research engineer", "Data engineer"}]
     assert roles == ["ML research engineer", "Data engineer"]
 
@@ -169,7 +169,8 @@ def _row_of(wb, sheet, text):
 def test_summary_leads_with_the_status_and_one_row_per_check_and_warning(book, seed_h100):
     result, wb = book
     ws = wb["Summary"]
-    assert ws["A1"].value == seed_h100.scenario.name
+    assert ws["A1"].value == '=gpu_count&" × "&accelerator_name'       # the title is live (issue 29)
+    assert result.expected["Summary!A1"] == "512 × NVIDIA H100 80GB SXM5"
     status = ws["A5"].value
     assert status.startswith("=IF(ISERROR(master_check)") and '"All checks pass"' in status
     assert result.expected["Summary!A5"] == "NOT APPROVABLE: 1 check fails"
@@ -180,16 +181,21 @@ def test_summary_leads_with_the_status_and_one_row_per_check_and_warning(book, s
         assert len(rows) == 1, item.name
         expected = result.expected[f"Summary!{rows[0]}"]
         assert (expected == "") == (seed_h100.values[item.name] == 0), item.name
-    failing = [v for k, v in result.expected.items() if k.startswith("Summary!A") and
+    failing = [k for k, v in result.expected.items() if k.startswith("Summary!A") and
                isinstance(v, str) and v.startswith("Layout does not fit")]
-    assert failing == ["Layout does not fit in memory: 89.1 > 72 GB per GPU"]
+    # under the status on the printed page (the first failing check), and its own row in the workings
+    assert "Summary!A6" in failing and len(failing) == 2
+    assert result.expected["Summary!A6"] == "Layout does not fit in memory: 89.1 > 72 GB per GPU"
+    assert result.expected["Summary!A7"] == ""
     assert "2 warnings: plausibility, shown here, not blocking approval" in result.expected.values()
 
 
 def test_summary_total_is_labelled_indicative_and_memo_lines_sit_below_it(book):
     result, wb = book
     ws = wb["Summary"]
-    total = next(c for row in ws.iter_rows() for c in row if c.value == "=total_cost")
+    top, total = [c for row in ws.iter_rows() for c in row if c.value == "=total_cost"]
+    assert ws.cell(top.row - 1, 2).value == "=total_cost_ask"       # the printed page: the ask first
+    assert ws.cell(top.row + 1, 2).value == "=total_cost_p10"       # then the range (issue 29)
     label = ws.cell(total.row, 1)
     assert label.data_type == "f" and result.expected[f"Summary!{label.coordinate}"] == \
         "Total (point estimate; indicative: checks fail)"
@@ -242,6 +248,8 @@ CURRENCY_INPUTS = {d.name for d in build_model().inputs.values() if d.unit == "I
 def test_every_currency_label_is_a_formula_over_the_currency_cell(book):
     result, wb = book
     allowed = {result.names[n] for n in CURRENCY_INPUTS if n in result.names}
+    # beside each currency input, its value at generation (column G, issue 29): a constant
+    allowed |= {cell.replace("!B", "!G") for cell in allowed if cell.startswith("Inputs!B")}
     for ws in wb.worksheets:
         for row in ws.iter_rows():
             for c in row:
@@ -365,7 +373,8 @@ def test_the_chinese_summary_speaks_chinese_live(zh_book):
     plan, result, wb = zh_book
     ws = wb["Summary"]
     assert result.expected["Summary!A5"] == _zh("workbook.summary.status.fail.one", count=1)
-    assert ws["A6"].value == _zh("workbook.summary.checks_failing")
+    _row_of(wb, "Summary", _zh("workbook.summary.checks_failing"))
+    assert result.expected["Summary!A1"] == "512 × NVIDIA H100 80GB SXM5"
     verdict = _zh("workbook.summary.memory.words", needed="89.1", usable="72",
                   verdict=_zh("workbook.summary.memory.does_not_fit"))
     assert verdict in result.expected.values()
@@ -378,7 +387,7 @@ def test_the_chinese_summary_speaks_chinese_live(zh_book):
     assert ws.cell(memo + 1, 1).value == plan.model.items["buffer_cost"].label
     failing = [v for k, v in result.expected.items() if k.startswith("Summary!A") and isinstance(v, str)
                and v == plan.model.items["check_memory_fits"].sentence(plan.values)]
-    assert len(failing) == 1 and CJK.search(failing[0])
+    assert len(failing) == 2 and CJK.search(failing[0])     # the printed page's line and the workings' row
 
 
 def test_the_chinese_inputs_show_chinese_units_messages_and_labels(zh_book):

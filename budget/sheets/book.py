@@ -59,12 +59,12 @@ def _build(w: Writer) -> None:
     write_stages(w, w.wb["Stages"], plan)
     write_reference(w, w.wb[REFERENCE_SHEET], plan)
     write_cashflow(w, w.wb["Cashflow"], plan)
-    write_summary(w)
     if plan.curve is not None:
         write_curve(w, w.wb[CURVE_SHEET])
     write_sensitivity(w, w.wb["Sensitivity"], plan)
     if plan.options:
         write_compare(w, w.wb["Compare"], plan, plan.options)
+    write_summary(w)        # after Compare: its printed page shows the recommendation
     write_glossary(w)
     write_change_log(w)
     _properties(w)

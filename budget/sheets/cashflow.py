@@ -22,7 +22,8 @@ FIRST_COL = 5          # E: the first month; A label, B sum of months, C Cost sh
 MONEY = "#,##0"
 DAYS = "#,##0.0"
 CENTS = "#,##0.00"
-PRINT_SCALE = 75       # the months print several pages wide with A:D repeated, like the Timeline
+PRINT_SCALE = 62       # the months print several pages wide with A repeated, like the Timeline
+LABEL_WIDTH = 40       # column A: narrow enough for seven months beside it on a portrait page
 HEAD, ENDS, CALENDAR, FISCAL = 4, 5, 6, 7      # the months' first days, their ends, their years
 MONTH_ROWS = (("cashflow_month_start", HEAD), ("cashflow_month_end", ENDS),
               ("cashflow_calendar_year", CALENDAR), ("cashflow_fiscal_year", FISCAL))
@@ -175,12 +176,15 @@ def write_cashflow(w, ws, plan) -> None:
     _add_up(s)
     last = [_year_table(s, kind) for kind in YEAR_TABLES][-1]
     _notes(s, last)
-    w.widths(ws, [52, 14, 14, 12])
+    w.widths(ws, [LABEL_WIDTH, 14, 14, 12])
     ws.freeze_panes = ws.cell(HEAD + 1, FIRST_COL)
     w.page_setup(ws, f"{HEAD}:{HEAD}")
-    ws.sheet_properties.pageSetUpPr.fitToPage = False   # months run over pages, A:D on each
+    # months run over portrait pages, the labels (A) on each: every row on one page's height,
+    # seven months a page, so two years print on four pages (the reviewer's pack, issue 29)
+    ws.page_setup.orientation = "portrait"
+    ws.sheet_properties.pageSetUpPr.fitToPage = False
     ws.page_setup.scale = PRINT_SCALE
-    ws.print_title_cols = "A:D"
+    ws.print_title_cols = "A:A"
 
 
 def _month_heads(s: _Sheet) -> None:

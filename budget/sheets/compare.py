@@ -257,6 +257,7 @@ def _recommendation(w, ws, row: int, variants, row_of) -> None:
                      IF(added > 0, lift(m("workbook.compare.columns_added")).concat(added),
                         IF(COUNT(eligible).eq(0), none_passes, cheapest)), expected, None)
     cell.font = _style("BOLD_FONT")
+    w.define("compare_recommendation", ws, f"$B${row + 1}")     # the Summary's printed page shows it
     put_text(ws.cell(row + 2, 1), m("workbook.compare.rule"))
     ws.cell(row + 2, 1).font = _style("SUBTITLE_FONT")
 

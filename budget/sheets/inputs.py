@@ -26,11 +26,13 @@ def write_inputs(w, reference_table: Callable[[object, object, int], int]) -> No
     w.header(ws, 4, [m("workbook.inputs.columns.assumption"), m("workbook.columns.value"),
                         m("workbook.columns.unit"), m("workbook.columns.source"),
                         m("workbook.columns.note"), m("workbook.inputs.columns.name"),
-                        m("workbook.inputs.columns.at_generation")])
+                        m("workbook.inputs.columns.at_generation"), m("workbook.inputs.columns.changed")])
     defs = [d for d in w.model.inputs.values() if d.on_inputs_sheet]
     singles = [d for d in defs if not d.is_range and not d.kind.startswith("generated")]
     ranges = [d for d in defs if d.is_range and d.name.split("_")[0] in RANGE_TABLES]   # not the Reference runs'
-    row = w.sectioned_rows(ws, 5, singles, lambda ws, row, d: input_row(w, ws, row, d))
+    rows: list[int] = []
+    row = w.sectioned_rows(ws, 5, singles, lambda ws, row, d: (input_row(w, ws, row, d), rows.append(row)))
+    changed_count(w, ws, rows)
     tables: dict[str, list[InputDef]] = {}
     for d in ranges:                  # one table per section: the stages, the staffing
         tables.setdefault(d.section, []).append(d)
@@ -64,13 +66,34 @@ def input_row(w, ws, row: int, d: InputDef) -> None:
     twin = f"gen_{d.name}"
     if twin in w.model.inputs:   # the value the layout search saw, kept visibly
         generated_value(w, ws, row, 7, twin, d.unit)
-        changed = formula_rule(Cell(row, 2, fixed_col=True).ne(Cell(row, 7, fixed_col=True)), CHANGED_FILL)
-        ws.conditional_formatting.add(f"A{row}:G{row}", changed)
+    else:                        # the value at generation, a constant: the Summary lists what changed
+        generated_value(w, ws, row, 7, None, d.unit, iv.value)
+    changed = formula_rule(Cell(row, 2, fixed_col=True).ne(Cell(row, 7, fixed_col=True)), CHANGED_FILL)
+    ws.conditional_formatting.add(f"A{row}:G{row}", changed)
 
 
-def generated_value(w, ws, row: int, col: int, name: str, unit: str) -> None:
+def changed_count(w, ws, rows: list[int]) -> None:
+    """Column H: how many inputs above and on the row differ from their value at generation
+    (column G), a running count; the Summary finds the k-th changed input by it and reads the
+    count from its last cell (w.changed_rows)."""
+    before = None
+    for row in rows:
+        here = IF(Cell(row, 2).eq(Cell(row, 7)), 0, 1)
+        w.formula(ws, row, 8, here if before is None else here + Cell(before, 8), 0, "0")
+        set_font(ws.cell(row, 8), GREY_FONT)
+        before = row
+    if rows:
+        w.changed_rows = (rows[0], rows[-1])
+
+
+def generated_value(w, ws, row: int, col: int, name: str | None, unit: str, value=None) -> None:
+    """The value at generation as a constant (grey); under the defined name `name` when given
+    (the inputs the layout search saw), else `value`, with no name."""
     cell = ws.cell(row, col)
-    value = w.plan.inputs[name].value
+    if name is not None:
+        value = w.plan.inputs[name].value
+    if name is None and value is None:
+        return
     if isinstance(value, str):
         put_text(cell, value)
     else:
@@ -79,7 +102,8 @@ def generated_value(w, ws, row: int, col: int, name: str, unit: str) -> None:
         if fmt:
             cell.number_format = fmt
     cell.font = GREY_FONT
-    w.define(name, ws, f"${get_column_letter(col)}${row}")
+    if name is not None:
+        w.define(name, ws, f"${get_column_letter(col)}${row}")
 
 
 def generation_block(w, ws, row: int) -> int:

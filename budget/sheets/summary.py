@@ -1,22 +1,27 @@
-"""The Summary: what a CFO reads in 30 seconds, on one page. The status and, one fixed row per
-check and warning, what fails in words; the answers, the cost lines to the total and the ask
-as live formulas; the energy; the details; and the sizing and layout decision in words."""
+"""The Summary: the answer on one printed page (issue 29). A live title, the scenario's words as
+written at generation with the inputs changed since (old -> new), the status and the first
+failing checks in words, the ask, the total and its range, the recommendation, the GPUs, days
+and dates, and a sign-off block; below the print area, the workings: one fixed row per check and
+warning, the answers, the cost lines to the total and the ask as live formulas, the energy, the
+details, and the sizing and layout decision in words."""
 
 from __future__ import annotations
 
 from openpyxl.formatting.rule import FormulaRule
 from openpyxl.styles import Font
+from openpyxl.utils.cell import column_index_from_string, coordinate_from_string
 
 from .. import __version__
 from ..core.i18n import Messages
-from ..formula.expr import AND, IF, ISERROR, ISNUMBER, NOT, ROUND, Expr, Ref, Text
+
+from ..formula.expr import AND, IF, INDEX, ISERROR, ISNUMBER, MATCH, NOT, ROUND, Area, Cell, Expr, Num, Ref, Text
 from ..model.lineitems import Item
 from ..model.model import AFTER_SUBTOTAL, COST_LINES, MEMO_LINES
 from ..plan.sensitivity import cases, range_figures
 from .generated import generated_for, generated_lines
-from .writer import (BAD_RULE_FILL, BOLD_FONT, CHECK_FONT, COVER_FONT, NOTE_FONT, OK_RULE_FILL, SECTION_FONT,
-                     TITLE_FONT, WARNING_FONT, WARNING_HEAD_FONT, WRAP_TOP, excel, has_wide, line_height,
-                     live_text, number_format, plural_text, put_text, wrapped_lines)
+from .writer import (BAD_RULE_FILL, BOLD_FONT, CHECK_FONT, COVER_FONT, DATE_FORMAT, NOTE_FONT, OK_RULE_FILL, SECTION_FONT,
+                     TITLE_FONT, WARNING_FONT, WARNING_HEAD_FONT, WRAP_TOP, excel, live_text, number_format,
+                     plural_text, put_text, text_height)
 
 # The ask (issue 25): the Sensitivity sheet's cells under the total, labelled live
 # (workbook.summary.<name>): the approval percentile of the total, and where the point estimate
@@ -34,30 +39,50 @@ SUMMARY_BLOCKS = (
 )
 # Summary rows with a label of their own (workbook.summary.labels.<name>), not the model's.
 SUMMARY_LABELS = ("accelerator_name", "gpu_count", "layout_label", "train_days", "project_end", "start_date")
+# The printed page (issue 29): the range of the total (the Sensitivity sheet's cells), then these
+# answers; the first PRINTED_LINES failing checks and changed inputs, each found by a running
+# count in RANK_COL (outside the print area); the sign-off block's roles, rows SIGN_OFF_HEIGHT high.
+RANGE_NAMES = ("total_cost_p10", "total_cost_p50", "total_cost_p90")
+PRINTED_NAMES = ("gpu_count", "accelerator_name", "stretched_training_days", "start_date", "project_end")
+PRINTED_LINES = 5
+RANK_COL = 6
+SIGN_OFF_ROLES = ("prepared", "reviewed", "approved")
+SIGN_OFF_HEIGHT = 30
+# Narrow enough that the portrait page prints at 80% or more where LibreOffice sets Calibri in a
+# wider font (tests/test_print.py measures the printed page)
+SUMMARY_WIDTHS = (44, 18, 10, 20)
 
 
 def write_summary(w) -> None:
-    """What a CFO reads in 30 seconds: the status and, one fixed row per check and warning,
-    what fails in words (blank when it passes: no TEXTJOIN in Excel 2016); the answers as live
-    formulas; the cost lines to the total (labelled indicative while checks fail); the memo
-    lines not in the total; and the sentences only generation could write, under their own
-    heading with a warning that turns on when the inputs move."""
+    """The answer on one printed page (issue 29): a live title over the inputs; the scenario's
+    own words flagged by the inputs changed since generation, listed old -> new; the status and
+    the first failing checks in words (only those that fail); the ask, the total and its range,
+    the GPUs, days and dates, the recommendation; a sign-off block. The print area ends there
+    (one page, fit to it). Below it, the workings: one fixed row per check and warning, the
+    answers, the cost lines to the total, the energy, the details and the sentences only
+    generation could write."""
     ws, m = w.wb["Summary"], w.m
     s = w.plan.scenario
-    w.widths(ws, [46, 20, 16, 24])
-    put_text(ws.cell(1, 1), s.name)
-    ws.cell(1, 1).font = COVER_FONT
-    if s.description:
-        put_text(ws.cell(2, 1), s.description)
-        ws.cell(2, 1).alignment = WRAP_TOP
-        ws.merge_cells("A2:D2")
-        ws.row_dimensions[2].height = (line_height(True) * wrapped_lines(s.description, 120 / 1.1)
-                                       if has_wide(s.description)
-                                       else 15 * (1 + int(len(s.description) * 1.1 // 120)))
-    put_text(ws.cell(3, 1), m("workbook.summary.version", version=__version__,
-                              scenario=w.plan.scenario_id, digest=w.digest))
-    ws.cell(3, 1).font = NOTE_FONT
+    w.widths(ws, list(SUMMARY_WIDTHS))
     master = Ref("master_check")
+    title = live_text(m("workbook.summary.title"), gpus=Ref("gpu_count"), accelerator=Ref("accelerator_name"))
+    cell = w.live(ws, 1, 1, title)
+    w.named(cell, "Normal")
+    cell.font = COVER_FONT
+    written = m("workbook.summary.as_written", name=s.name)
+    if s.description:
+        written = f"{written}. {s.description}"     # i18n: not text (the two, joined)
+    put_text(ws.cell(2, 1), written)
+    ws.cell(2, 1).alignment = WRAP_TOP
+    ws.cell(2, 1).font = NOTE_FONT
+    ws.merge_cells("A2:D2")
+    ws.row_dimensions[2].height = text_height(written, sum(SUMMARY_WIDTHS))
+    version = m("workbook.summary.version", version=__version__, scenario=w.plan.scenario_id, digest=w.digest)
+    put_text(ws.cell(3, 1), version)
+    ws.cell(3, 1).font = NOTE_FONT
+    ws.cell(3, 1).alignment = WRAP_TOP
+    ws.merge_cells("A3:D3")
+    ws.row_dimensions[3].height = text_height(version, sum(SUMMARY_WIDTHS))
     status = IF(ISERROR(master), m("workbook.summary.status.cannot"),
                 IF(master.eq(0), m("workbook.summary.status.pass"),
                    plural_text(master, m("workbook.summary.status.fail.one"),
@@ -68,15 +93,30 @@ def write_summary(w) -> None:
     fine = AND(ISNUMBER(master), master.eq(0))
     ws.conditional_formatting.add("A5:D5", FormulaRule(formula=[excel(fine)], fill=OK_RULE_FILL))
     ws.conditional_formatting.add("A5:D5", FormulaRule(formula=[excel(NOT(fine))], fill=BAD_RULE_FILL))
-    row = summary_row(w, ws, 6, "master_check", m("workbook.summary.checks_failing"))
+    # the printed page's rows are fixed; the workings below start after them
+    first_failing, changed_head = 6, 6 + PRINTED_LINES + 2
+    answer = changed_head + PRINTED_LINES + 3
+    last = printed_answer(w, ws, answer, master)
+    last = sign_off(w, ws, last + 2)
+    ws.print_area = f"A1:D{last}"
+    put_text(ws.cell(last + 2, 1), m("workbook.summary.workings"))
+    ws.cell(last + 2, 1).font = SECTION_FONT
+    row = summary_row(w, ws, last + 3, "master_check", m("workbook.summary.checks_failing"))
+    checks_from = row
     for check in w.model.checks():
         flag_line(w, ws, row, check, CHECK_FONT)
         row += 1
+    kth_lines(w, ws, first_failing, checks_from, row - 1, CHECK_FONT, m("workbook.summary.checks_more"), master)
     count = Ref("warning_count")
     line = IF(ISERROR(count), m("workbook.summary.warnings.cannot"),
               IF(count.eq(0), m("workbook.summary.warnings.none"),
                  plural_text(count, m("workbook.summary.warnings.some.one"),
                              m("workbook.summary.warnings.some.other"))))
+    top = w.live(ws, first_failing + PRINTED_LINES + 1, 1,
+                 IF(ISERROR(count), line, IF(count.eq(0), line,
+                                             line.concat(". ").concat(m("workbook.summary.warnings.where")))))
+    w.named(top, "Normal")
+    top.font = WARNING_HEAD_FONT
     cell = w.live(ws, row + 1, 1, line)
     w.named(cell, "Normal")
     cell.font = WARNING_HEAD_FONT
@@ -84,6 +124,7 @@ def write_summary(w) -> None:
     for warning in w.model.warnings():
         flag_line(w, ws, row, warning, WARNING_FONT)
         row += 1
+    changed_inputs(w, ws, changed_head)
     for block, names in SUMMARY_BLOCKS:
         row += 1
         ws.cell(row, 1, m(f"workbook.summary.blocks.{block}")).font = SECTION_FONT
@@ -102,13 +143,7 @@ def write_summary(w) -> None:
                 row += 1
                 continue
             if name == "total_cost":    # the label says "indicative" while checks fail
-                indicative = m("workbook.summary.total_indicative")
-                label = w.live(ws, row, 1, IF(ISERROR(master), indicative,
-                                                 IF(master.eq(0), m("workbook.summary.total"), indicative)))
-                w.named(label, "Normal")
-                label.font = BOLD_FONT
-                row = summary_row(w, ws, row, name, None)
-                ws.cell(row - 1, 2).font = BOLD_FONT
+                row = total_row(w, ws, row, master)
                 continue
             if name in ASK_ROWS:
                 row = ask_row(w, ws, row, name, master)
@@ -124,6 +159,139 @@ def write_summary(w) -> None:
                 ws.cell(row - 1, 1).font = NOTE_FONT
     layout_reasoning(w, ws, row + 1)
     w.page_setup(ws, "1:1")
+    ws.page_setup.fitToHeight = 1       # the printed page is one page: fit to it
+
+
+def total_row(w, ws, row: int, master: Expr) -> int:
+    """The total, its label "indicative" while checks fail; returns the next row."""
+    m = w.m
+    indicative = m("workbook.summary.total_indicative")
+    label = w.live(ws, row, 1, IF(ISERROR(master), indicative,
+                                  IF(master.eq(0), m("workbook.summary.total"), indicative)))
+    w.named(label, "Normal")
+    label.font = BOLD_FONT
+    row = summary_row(w, ws, row, "total_cost", None)
+    ws.cell(row - 1, 2).font = BOLD_FONT
+    return row
+
+
+def printed_answer(w, ws, row: int, master: Expr) -> int:
+    """The printed page's answer: the ask at its percentile, the total and its range, the
+    recommendation (with options), the GPUs, the accelerator, the days and the dates. Returns
+    the last row written."""
+    m = w.m
+    ws.cell(row, 1, m("workbook.summary.blocks.printed")).font = SECTION_FONT
+    w.header(ws, row + 1, ["", m("workbook.columns.value"), m("workbook.columns.unit")])
+    row = ask_row(w, ws, row + 2, "total_cost_ask", master)
+    row = total_row(w, ws, row, master)
+    rng = range_figures(w.plan, cases(w.plan))
+    for name in RANGE_NAMES:
+        put_text(ws.cell(row, 1), m(f"workbook.summary.labels.{name}"))
+        w.formula(ws, row, 2, Ref(name), rng[name], number_format("currency"))
+        w.unit_cell(ws, row, 3, "currency")
+        row += 1
+    if "compare_recommendation" in w.result.names:
+        put_text(ws.cell(row, 1), m("workbook.summary.labels.recommended"))
+        sheet, coord = w.result.names["compare_recommendation"].split("!")
+        cell = w.formula(ws, row, 2, Ref("compare_recommendation"), w.cached[sheet][_rc(coord)], None)
+        cell.font = BOLD_FONT
+        row += 1
+    for name in PRINTED_NAMES:
+        label = m(f"workbook.summary.labels.{name}") if name in (*SUMMARY_LABELS, "stretched_training_days") else None
+        row = summary_row(w, ws, row, name, label)
+    return row - 1
+
+
+def sign_off(w, ws, row: int) -> int:
+    """Prepared, reviewed and approved by: name, date and signature in blank input cells.
+    Returns the last row written."""
+    m = w.m
+    ws.cell(row, 1, m("workbook.summary.blocks.signoff")).font = SECTION_FONT
+    w.header(ws, row + 1, [m(f"workbook.summary.signoff.{k}") for k in ("role", "name", "date", "signature")])
+    row += 1
+    for role in SIGN_OFF_ROLES:
+        row += 1
+        put_text(ws.cell(row, 1), m(f"workbook.summary.signoff.{role}"))
+        ws.cell(row, 1).font = BOLD_FONT
+        for col in (2, 3, 4):
+            w.styled(ws.cell(row, col), "Input", DATE_FORMAT if col == 3 else None)
+        ws.row_dimensions[row].height = SIGN_OFF_HEIGHT
+    return row
+
+
+def kth_lines(w, ws, top: int, first: int, last: int, font: Font, template: str, count: Expr) -> None:
+    """PRINTED_LINES rows from `top`: the k-th non-blank line of column A's rows first..last
+    (each row's running count of non-blank lines in RANK_COL finds it), blank when there are
+    fewer; then a line saying how many more there are (`template`, its {count} live), blank
+    when none."""
+    before = None
+    values = []
+    for r in range(first, last + 1):
+        here = IF(Cell(r, 1).eq(""), 0, 1)
+        text = w.cached[ws.title].get((r, 1), "")
+        values.append(text)
+        cell = w.formula(ws, r, RANK_COL, here if before is None else here + Cell(r - 1, RANK_COL),
+                         sum(1 for v in values if v != ""), "0")
+        cell.font = NOTE_FONT
+        before = r
+    shown = [v for v in values if v != ""]
+    lines = Area(Cell(first, 1, True, True), Cell(last, 1, True, True))
+    ranks = Area(Cell(first, RANK_COL, True, True), Cell(last, RANK_COL, True, True))
+    for k in range(PRINTED_LINES):
+        r = top + k
+        rank = w.formula(ws, r, RANK_COL, Num(1) if k == 0 else Cell(r - 1, RANK_COL) + 1, k + 1, "0")
+        rank.font = NOTE_FONT
+        at = MATCH(Cell(r, RANK_COL), ranks)
+        cell = w.formula(ws, r, 1, IF(ISERROR(at), "", INDEX(lines, at)), shown[k] if k < len(shown) else "", None)
+        w.named(cell, "Normal")
+        cell.font = font
+    extra = count - Cell(top + PRINTED_LINES - 1, RANK_COL)
+    more = live_text(template, count=extra)
+    over = int(w.value_of(count)) - PRINTED_LINES if not isinstance(w.value_of(count), str) else 0
+    cell = w.formula(ws, top + PRINTED_LINES, 1, IF(ISERROR(extra), "", IF(extra > 0, more, "")),
+                     template.format(count=over) if over > 0 else "", None)
+    w.named(cell, "Normal")
+    cell.font = font
+
+
+def changed_inputs(w, ws, top: int) -> None:
+    """How many inputs differ from their value at generation, and the first PRINTED_LINES of
+    them, label: old -> new, live over the Inputs sheet's columns A, B, G and H (its running
+    count); at generation none has."""
+    m = w.m
+    if w.changed_rows is None:
+        return
+    first, last = w.changed_rows
+    count = Cell(last, 8, True, True, sheet="Inputs")
+    head = IF(ISERROR(count), m("workbook.summary.changed.cannot"),
+              IF(count.eq(0), m("workbook.summary.changed.none"),
+                 plural_text(count, m("workbook.summary.changed.some.one"), m("workbook.summary.changed.some.other"))))
+    cell = w.formula(ws, top, 1, head, m("workbook.summary.changed.none"), None)
+    w.named(cell, "Normal")
+    cell.font = WARNING_HEAD_FONT
+    changed = AND(ISNUMBER(count), count > 0)
+    ws.conditional_formatting.add(f"A{top}:D{top}", FormulaRule(formula=[excel(changed)], fill=BAD_RULE_FILL))
+    column = lambda c: Area(Cell(first, c, True, True, sheet="Inputs"), Cell(last, c, True, True, sheet="Inputs"))  # noqa: E731
+    for k in range(PRINTED_LINES):
+        r = top + 1 + k
+        rank = w.formula(ws, r, RANK_COL, Num(1) if k == 0 else Cell(r - 1, RANK_COL) + 1, k + 1, "0")
+        rank.font = NOTE_FONT
+        at = MATCH(Cell(r, RANK_COL), column(8))
+        line = live_text(m("workbook.summary.changed.line"), label=INDEX(column(1), at), old=INDEX(column(7), at),
+                         new=INDEX(column(2), at))
+        cell = w.formula(ws, r, 1, IF(ISERROR(at), "", line), "", None)
+        w.named(cell, "Normal")
+        cell.font = WARNING_FONT
+    extra = count - Cell(top + PRINTED_LINES, RANK_COL)
+    more = live_text(m("workbook.summary.changed.more"), count=extra)
+    cell = w.formula(ws, top + PRINTED_LINES + 1, 1, IF(ISERROR(extra), "", IF(extra > 0, more, "")), "", None)
+    w.named(cell, "Normal")
+    cell.font = WARNING_FONT
+
+
+def _rc(coord: str) -> tuple[int, int]:
+    letters, row = coordinate_from_string(coord)
+    return row, column_index_from_string(letters)
 
 
 def ask_row(w, ws, row: int, name: str, master: Expr) -> int:

@@ -64,6 +64,7 @@ BELOW_ROWS = 5        # rows under a table watched by check_tables_closed
 THIN = Side(style="thin", color="BFBFBF")
 SPARE_ROW_TABLES = (ACCELERATOR_TABLE, FX_TABLE, ARCHITECTURE_TABLE)   # growable: workbook.catalog.spare_rows.<table>
 TIMELINE_PRINT_SCALE = 75   # the week grid prints several pages wide; A:C repeat on each
+COST_PRINT_SCALE = 62       # the Cost sheet in three pages, as the reviewer's pack needs (issue 29)
 WIDE_SHEET_UNITS = 200      # wider than this (column width units) prints two pages wide
 CHECK_FONT = Font(name="Calibri", color="C00000", bold=True)
 WARNING_FONT = Font(name="Calibri", color="9C5700")
@@ -396,6 +397,7 @@ class Writer:
         self.candidate_cells: list[dict[str, Cell]] = []   # per candidate: layout input -> Inputs cell
         self.table_cells: dict[tuple[str, int], str] = {}  # stages.table_cell's answers
         self.units: dict[tuple[str, str], tuple] = {}      # unit_cell's (formula or None, value)
+        self.changed_rows: tuple[int, int] | None = None   # Inputs: the first and last input rows (column H counts)
 
     # --- words and units ---------------------------------------------------------------
     def sheet_name(self, title: str) -> str:
@@ -545,6 +547,9 @@ class Writer:
             ws.sheet_properties.pageSetUpPr.fitToPage = False
             ws.page_setup.scale = TIMELINE_PRINT_SCALE
             ws.print_title_cols = "A:C"
+        elif ws.title == "Cost":
+            ws.sheet_properties.pageSetUpPr.fitToPage = False
+            ws.page_setup.scale = COST_PRINT_SCALE
         else:
             ws.sheet_properties.pageSetUpPr.fitToPage = True
             ws.page_setup.fitToWidth = 1
