@@ -63,6 +63,7 @@ def test_every_row_has_a_stack_and_a_source_group():
                                 "nvidia_dgxc_benchmarking", "nemotron4_15b")} == {"nvidia"}
 
 
+@pytest.mark.slow
 def test_held_out_p50_beats_the_constant_mfu_rule(validation):
     """Issue 25's criterion: rows held out by source group, scored with stack `unknown`, against the
     constant-MFU rule (6·N·D ÷ (BF16 peak × the training folds' median implied MFU)). With each source
@@ -78,6 +79,7 @@ def test_held_out_p50_beats_the_constant_mfu_rule(validation):
     assert len(validation.groups) >= 9 and validation.held_out >= 140
 
 
+@pytest.mark.slow
 def test_readme_states_the_computed_held_out_figures(validation):
     """The README's held-out figures (each group alike, and rows pooled) are the computed ones."""
     def pct(x):
@@ -91,6 +93,7 @@ def test_readme_states_the_computed_held_out_figures(validation):
     assert stated and (int(stated.group(1)), int(stated.group(2))) == (validation.held_out, len(validation.groups))
 
 
+@pytest.mark.slow
 def test_catalog_holds_the_held_out_errors_per_group(catalog, validation):
     """catalogs/efficiency.yaml's validation block carries every held-out error, per source group, as
     the learnt range (issue 25 item 4) reads them: predicted ÷ published GPU-hours − 1, stack unknown."""
@@ -210,6 +213,7 @@ def _catalog_coefficients(fit) -> tuple[float, ...]:
                fit.zero3_exposed.value, fit.immaturity_factor.value, fit.attention_immaturity_factor.value))
 
 
+@pytest.mark.slow
 def test_catalog_coefficients_are_the_fit(rows, catalog, validation, runs):
     """catalogs/efficiency.yaml is what `python -m budget.calibrate --write` gives on today's rows and
     full runs: nobody tuned a coefficient by hand, and the stated errors are the computed ones."""

@@ -161,6 +161,7 @@ def test_several_scenarios_and_output_dir(tmp_path, capsys):
         f"gpt3-175b-{gpu}.{ext}" for gpu in ("a100", "h100") for ext in ("html", "md", "xlsx")]
 
 
+@pytest.mark.slow
 def test_several_scenarios_on_a_pool_give_what_one_process_gives(tmp_path, capsys, monkeypatch):
     """Several scenarios are built by a pool of processes (issue 14, both cores): the files, the
     printed lines and their order are those of a run in one process."""
@@ -210,6 +211,7 @@ def test_version_and_help(capsys):
     assert "SCENARIO.yaml" in capsys.readouterr().out
 
 
+@pytest.mark.slow
 def test_generate_py_twice_gives_byte_identical_files(tmp_path):
     for run in ("a", "b"):
         subprocess.run([sys.executable, str(ROOT / "generate.py"), str(SEED_H100), "-o",

@@ -304,6 +304,7 @@ def test_the_options_example_regenerates_seed_002s_comparison(tmp_path, catalog)
     assert len(table) == 5       # the base and four options
 
 
+@pytest.mark.slow
 def test_the_chinese_compare_sheet(catalog):
     """A zh book's Compare sheet: Chinese headings, the recommendation's label and rule, and the
     option names as the scenario gives them."""

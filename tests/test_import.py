@@ -356,6 +356,7 @@ def test_the_books_language_is_its_language_property_else_its_subject():
             assert book_language(props(subject=subject)) == lang
 
 
+@pytest.mark.slow
 def test_fp8_peaks_typed_on_the_catalog_sheet_come_back(tmp_path, catalog):
     """An FP8 plan's book: a reviewer types a dense FP8 peak on the H100 row of the Catalog sheet,
     or adds an accelerator with its own FP8 peak and chooses it; either comes back as a catalog row

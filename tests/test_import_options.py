@@ -118,6 +118,7 @@ SEED_LAYOUT = "The seed's layout (TP 4 x PP 8, no ZeRO)"
 EDITS = {(SEED_LAYOUT, "gpu_count"): 1024, (SEED_LAYOUT, "pp_size"): 16}
 
 
+@pytest.mark.slow
 def test_an_edited_option_cell_is_carried_into_the_option(catalog, tmp_path):
     """Given the bundled example with the option's GPU count and PP typed over on the Compare
     sheet, the imported option carries both, and the regenerated Compare sheet shows them: 1,024
@@ -145,6 +146,7 @@ def test_an_edited_option_cell_is_carried_into_the_option(catalog, tmp_path):
     assert result.expected[at("train_days")] < before.values["train_days"] * 0.6
 
 
+@pytest.mark.slow
 def test_a_typed_formula_in_an_option_cell_is_refused(catalog, tmp_path):
     """A formula other than the link to the Inputs sheet cannot become a scenario value: the
     error names the Compare cell and the input."""
@@ -154,6 +156,7 @@ def test_a_typed_formula_in_an_option_cell_is_refused(catalog, tmp_path):
     assert "Compare!E" in str(err.value) and "(gpu_count)" in str(err.value)
 
 
+@pytest.mark.slow
 def test_a_blank_option_name_is_refused(catalog, tmp_path):
     wb = openpyxl.load_workbook(io.BytesIO(_book(SEARCHED, catalog)))
     wb["Compare"]["E4"] = None

@@ -139,6 +139,7 @@ def _shared_strings(path) -> str:
                      if isinstance(c.value, str))
 
 
+@pytest.mark.slow
 def test_lang_on_the_command_line_wins(tmp_path):
     """An English scenario asked for in Chinese, and the Chinese example asked for in English."""
     label = "items.train_days.label"

@@ -320,6 +320,7 @@ def test_same_file_name_twice_is_refused(tmp_path, capsys):
     assert "share this file name" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_a_reviewer_changed_file_is_not_overwritten(package_dir, tmp_path, capsys):
     copy = tmp_path / "copy"
     shutil.copytree(package_dir, copy)
@@ -350,6 +351,7 @@ def package_zh(tmp_path_factory):
     return outdir, proc.stdout
 
 
+@pytest.mark.slow
 def test_the_chinese_package_index_and_summary(package_zh):
     """--lang zh: the index declares zh-CN and is Chinese (dates 2027年10月12日, kept on one line in
     their column), and so are the command's summary lines."""

@@ -42,6 +42,7 @@ def figures(scored):
     return U.score(scored)
 
 
+@pytest.mark.slow
 def test_nvidia_tables_are_one_source_group(rows):
     groups = {r.source_id: r.group for r in rows}
     assert len({groups[s] for s in ("nvidia_dgxc_benchmarking", "narayanan2021_sc21", "korthikanti2022")}) == 1
@@ -56,6 +57,7 @@ def test_the_catalog_file_is_the_computed_one(rows, fits):
     assert stored == computed
 
 
+@pytest.mark.slow
 def test_spread_applied_to_a_group_is_learnt_without_it(rows, fits, scored):
     """Nested: changing every measurement of one group moves its rows' errors, never the spread
     applied to them (and the spread is the other groups' held-out errors with the group left out
@@ -71,6 +73,7 @@ def test_spread_applied_to_a_group_is_learnt_without_it(rows, fits, scored):
     assert all(b.error > a.error for a, b in zip(mine, again))
 
 
+@pytest.mark.slow
 def test_each_source_group_weighs_the_same_in_the_spread(rows, fits):
     """NVIDIA's many near-identical tuned rows count as one group: repeating one group's rows ten
     times leaves the pooled spread where it was."""
@@ -81,6 +84,7 @@ def test_each_source_group_weighs_the_same_in_the_spread(rows, fits):
     assert U.quantiles(tenfold, (0.1, 0.5, 0.9)) == pytest.approx(U.quantiles(pairs, (0.1, 0.5, 0.9)))
 
 
+@pytest.mark.slow
 def test_a_stack_with_few_held_out_rows_uses_the_pooled_spread(rows, fits, catalog):
     """Per stack where rows allow (at least U.MIN_STACK_ROWS held-out rows from two groups), the pooled
     spread otherwise; a scenario stating a stack the catalog has a spread for gets that spread."""

@@ -515,6 +515,7 @@ def test_writing_a_book_leaves_the_collector_as_it_was(seed_h100):
 FINANCE_SHEETS = ("Summary", "Cost", "Cashflow", "Compare")
 
 
+@pytest.mark.slow
 def test_no_scientific_notation_where_finance_reads(catalog):
     """The options example's Summary, Cost and Cashflow sheets and the Compare sheet's printed
     part hold no number format in E notation: a FLOP count reads in thousands of a power of ten

@@ -92,6 +92,7 @@ def test_cached_value_xml_types_numbers_text_and_booleans():
     assert cached_xml(float("nan")) is None and cached_xml(float("inf")) is None
 
 
+@pytest.mark.slow
 def test_the_two_writer_paths_give_the_same_workbook(seed_h100):
     fast, plain = both_paths(seed_h100)
     assert fast.expected == plain.expected and fast.names == plain.names
@@ -121,6 +122,7 @@ def test_the_plain_path_is_what_the_environment_asks_for(seed_h100, monkeypatch)
     assert asked.data == write_workbook(seed_h100, fast=False).data
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("fast", [True, False], ids=["fast", "openpyxl"])
 def test_every_formula_cell_caches_the_planners_value(seed_h100, fast):
     result = write_workbook(seed_h100, fast=fast)
