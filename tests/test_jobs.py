@@ -42,7 +42,8 @@ def test_a_70b_continued_pretraining_pays_for_no_validation_or_scaling_run(catal
     assert v["master_check"] == 0
     as_pretraining = plan_of(with_changes(data, {"job.mode": "pretraining"}), catalog, "pt").values
     assert as_pretraining["experiment_cost"] > 0.05 * as_pretraining["cluster_cost"]     # 8%
-    assert _phase_days(as_pretraining, "scaling") == 28
+    # its scaling phase: 4 weeks, but no longer than the 5.4 training days (pretraining's phase cap)
+    assert _phase_days(as_pretraining, "scaling") == pytest.approx(min(28, as_pretraining["train_days"]))
 
 
 @pytest.mark.parametrize("removal", [{"runs.scaling": "none"},
@@ -277,3 +278,20 @@ def test_a_lora_workbook_imports_to_the_same_plan(catalog, tmp_path):
     for name in ("train_tokens", "adapter_params", "weights_gb", "model_flops_per_token", "memory_per_gpu_gb",
                  "evaluation_gpus_used", "phase_cap_days", "experiment_cost", "total_cost"):
         assert again[name] == pytest.approx(plan.values[name], rel=1e-9), name
+
+
+def test_a_days_long_pretraining_is_not_billed_weeks_of_phases(catalog):
+    """Given a 7B pretraining of 100B tokens on 64 H100 (a few days of training), no phase beside
+    training outlasts it (issue 28: it was billed 8 weeks of preparation and a month of scaling
+    phase); a pretraining of 4 weeks or more keeps seed 002's weeks."""
+    short = plan_of(with_changes(raw(SEED_H100), {"model.preset": "llama3-8b", "hardware.gpu_count": 64,
+                                                 "data.train_tokens": "100B", "parallelism": {}, "options": []}),
+                    catalog, "7b").values
+    assert short["train_days"] < 14
+    for phase in ("data_prep", "validation", "scaling", "deployment"):
+        assert _phase_days(short, phase) <= short["train_days"] * (1 + 1e-9)     # dates: serials' rounding
+    assert short["evaluation_days"] <= short["train_days"] * (1 + 1e-9)
+    seed = plan_of(raw(SEED_H100), catalog, "seed").values
+    assert seed["train_days"] > 28
+    assert [_phase_days(seed, p) for p in ("data_prep", "validation", "scaling", "deployment")] == [14, 14, 28, 14]
+    assert seed["evaluation_days"] == 14

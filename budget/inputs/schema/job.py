@@ -51,7 +51,10 @@ class JobSection(Section):
 # phase defaulted is longer than the training itself (schedule.phase_share_cap); a fine-tune of a
 # day or less restarts on the nodes it has rather than holding a spare node.
 MODE_DEFAULTS: dict[str, dict[str, object]] = {
-    "pretraining": {},
+    # a pretraining's phases keep their weeks (seed 002's), but none defaulted outlasts the
+    # training itself: a days-long run (an MoE on a large cluster, a 7B on 64 GPUs) is not billed
+    # weeks of evaluation on the whole cluster or months of preparation (issue 28)
+    "pretraining": {"schedule.phase_share_cap": 1.0},
     "continued_pretraining": {
         "runs.validation": "none", "runs.scaling": "none", "runs.rollbacks": 5.0,
         "runs.post_training_tokens": 0, "schedule.data_prep_weeks": 1.0, "schedule.evaluation_weeks": 1.0,
