@@ -412,7 +412,10 @@ def _catalog_source(book: _Book, n: int):
     gains columns over time; its last column's defined name says where it ends)."""
     names = [f"{ACCELERATOR_TABLE}_{c}" for c, _, _ in build_model().tables[ACCELERATOR_TABLE].columns]
     last = next(name for name in reversed(names) if book.where(name) is not None)   # older books: fewer
-    sheet, coordinate = book.cells(last)[n][0].rsplit("!", 1)
+    cells = book.cells(last)
+    if n >= len(cells):          # a tampered name: its area shorter than the table's id column
+        raise book._bad_name(last, "not_a_cell", {})
+    sheet, coordinate = cells[n][0].rsplit("!", 1)
     r, c = parse_cell(coordinate)
     source = book.value(sheet, r, c + 1)
     # The first spare row's Source cell holds the hint to add a row there: not a citation.
