@@ -506,7 +506,7 @@ def test_a_shared_string_that_does_not_exist_is_named(tmp_path, capsys, seed_boo
     ("bad-crc", "the part xl/worksheets/sheet2.xml is damaged"),
     ("no-workbook-part", "the part xl/workbook.xml is missing"),
     ("duplicate-part", "the archive holds the part xl/workbook.xml twice"),
-    ("10001-parts", "the archive holds 10,036 parts, over the 10,000 a workbook may have"),
+    ("10001-parts", "parts, over the 10,000 a workbook may have"),
     ("declared-1-GB", "the archive's parts unpack to 1,"),
     ("bomb-200-MB-comment", "unpacks to "),
     ("sheet-over-16-MB", "over the 16,000,000 read"),
@@ -530,6 +530,7 @@ def test_a_damaged_or_hostile_archive_is_one_error(tmp_path, capsys, seed_book, 
     elif case == "10001-parts":
         book = tamper.rezip(seed_book, add={f"extra/{n}.bin": b"" for n in range(10_001)},
                             compression=zipfile.ZIP_STORED)
+        says = f"the archive holds {len(tamper.parts(seed_book)) + 10_001:,} {says}"    # the book's own parts too
     elif case == "declared-1-GB":
         book = tamper.lie_about_size(seed_book, "xl/theme/theme1.xml", 1_000_000_001)
     elif case == "bomb-200-MB-comment":

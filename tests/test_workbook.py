@@ -30,7 +30,7 @@ def test_sheets_in_reviewer_order(book):
     _, wb = book
     planned = [s for s in wb.sheetnames if s not in ("Sensitivity", "Cashflow", "Reference runs", "Curve")]   # others' sheets
     assert planned == ["Summary", "Inputs", "Catalog", "Memory", "Parallelism",
-                             "Layout candidates", "Compute", "Stages", "Schedule", "Timeline", "Cost", "Checks",
+                             "Layout candidates", "Compute", "Stages", "Schedule", "Timeline", "Cost", "Checks", "Input checks",
                              "Glossary", "Change log"]
 
 

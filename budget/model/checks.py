@@ -11,7 +11,7 @@ from ..formula.expr import (ABS, AND, COLUMNS, COUNT, COUNTA, DATE, IF, ISERROR,
 from .cost import AFTER_SUBTOTAL, COST_LINES, FX_FACTORS
 from .declare import Inputs
 from .inputs import SEARCH_INPUTS, SEARCH_ITEMS
-from .integrity import input_checks
+from .integrity import INPUT_CHECKS_SHEET, input_checks
 from .lineitems import ModelBuilder
 from .stages import STAGE_CHECKS, stage_rows
 from .tables import acc
@@ -39,7 +39,9 @@ def checks_and_warnings(b: ModelBuilder, i: Inputs) -> None:
     The master check counts the checks; the warnings are counted apart."""
     r = Ref
     # issue 29: every input's cell holds what the importer accepts (blank, text, 20 for 0.20 fail)
-    b.sheet("Checks", "input_integrity")
+    # on a sheet of their own: forty rows of them would take the Checks sheet from 3 printed pages
+    # to 8 and the reviewer's print pack past its 12 (the master check counts them all the same)
+    b.sheet(INPUT_CHECKS_SHEET, "input_integrity")
     input_checks(b)
     _layout_checks(b, i)
     _run_checks(b, i)

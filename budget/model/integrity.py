@@ -23,6 +23,9 @@ UNCHECKED_SECTIONS = ("at_generation", "workbook_structure")
 PER_CHECK = 8
 
 
+INPUT_CHECKS_SHEET = "Input checks"  # i18n: not text (a tab id; its name is workbook.sheets.input_checks)
+
+
 def checked(d: InputDef) -> bool:
     """Inputs whose cells a check reads: every assumption a reviewer types (a table's text
     columns and the values at generation aside)."""

@@ -28,8 +28,8 @@ from .reference import write_reference, write_reference_inputs
 from .sensitivity import write_sensitivity
 from .stages import write_stages
 from .summary import write_summary
-from .writer import (BODY_FONT, CALC_SHEETS, CANDIDATES_SHEET, CHANGE_LOG_SHEET, REFERENCE_SHEET, WIDE_SHEET_UNITS,
-                     WorkbookResult, Writer)
+from .writer import (BODY_FONT, CALC_SHEETS, CANDIDATES_SHEET, CHANGE_LOG_SHEET, INPUT_CHECKS_SHEET, REFERENCE_SHEET,
+                     WIDE_SHEET_UNITS, WorkbookResult, Writer)
 
 # TRAINBUDGET_XLSX_WRITER=openpyxl saves every book through openpyxl's own writer (the plain
 # path; slower, the same workbook): for a reader who suspects the fast one.
@@ -39,7 +39,8 @@ PLAIN_WRITER = "openpyxl"
 def sheet_titles(plan: Plan) -> list[str]:
     """The book's tabs, in order (a tab's name is an id; what it shows is workbook.sheets.<id>)."""
     titles = ["Summary", "Inputs", "Catalog", "Memory", "Parallelism", "Compute", "Stages", "Schedule",
-              "Timeline", "Cost", "Cashflow", REFERENCE_SHEET, "Sensitivity", "Checks", "Glossary",
+              "Timeline", "Cost", "Cashflow", REFERENCE_SHEET, "Sensitivity", "Checks", INPUT_CHECKS_SHEET,
+              "Glossary",
               CHANGE_LOG_SHEET]
     if plan.layout is not None and plan.layout.candidates:
         titles.insert(titles.index("Parallelism") + 1, CANDIDATES_SHEET)
@@ -55,7 +56,7 @@ def _build(w: Writer) -> None:
     write_inputs(w, write_reference_inputs)
     write_catalog(w)
     for title in CALC_SHEETS:
-        write_calc_sheet(w, title, w.m(f"workbook.subtitles.{title.lower()}"))
+        write_calc_sheet(w, title, w.m(f"workbook.subtitles.{title.lower().replace(' ', '_')}"))
     write_stages(w, w.wb["Stages"], plan)
     write_reference(w, w.wb[REFERENCE_SHEET], plan)
     write_cashflow(w, w.wb["Cashflow"], plan)

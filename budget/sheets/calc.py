@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from ..model.integrity import INPUT_CHECKS_SHEET
 from ..model.lineitems import Item
 from ..model.model import MEMO_LINES
 from ..xlsx.cells import set_font
@@ -24,7 +25,7 @@ def write_calc_sheet(w, title: str, subtitle: str) -> None:
     if title == "Timeline":
         write_timeline(w, ws)
         return
-    is_checks = title == "Checks"
+    is_checks = title in ("Checks", INPUT_CHECKS_SHEET)
     w.header(ws, 4, [m("workbook.columns.item"), m("workbook.columns.value"), m("workbook.columns.unit"),
                         m("workbook.columns.name"),
                         m("workbook.columns.fix") if is_checks else m("workbook.columns.note")])

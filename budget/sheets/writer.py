@@ -26,6 +26,7 @@ from .. import __version__
 from ..core.text import display_width, has_wide, wrapped_lines  # noqa: F401 (the sheets' and tests' names)
 from ..core.i18n import Messages
 from ..formula.expr import AND, FALSE, IF, ISERROR, ISNUMBER, NOT, OR, Cell, Expr, Ref, Text, compile_items, lift
+from ..model.integrity import INPUT_CHECKS_SHEET
 from ..model.lineitems import InputDef
 from ..model.model import ACCELERATOR_TABLE, ARCHITECTURE_TABLE, FX_TABLE, build_model
 from ..plan.plan import Plan, scenario_digest
@@ -34,7 +35,7 @@ from ..xlsx.cells import (LETTERS, CellStyles, add_sheet, bind, bind_formula, bi
                           defined_name, expression_rule, same_styles, set_style)
 from .validation import validation_for
 
-CALC_SHEETS = ("Memory", "Parallelism", "Compute", "Schedule", "Timeline", "Cost", "Checks")
+CALC_SHEETS = ("Memory", "Parallelism", "Compute", "Schedule", "Timeline", "Cost", "Checks", INPUT_CHECKS_SHEET)
 CALC_WIDTHS = (46, 16, 16, 26, 48)      # a calculation sheet's columns: item, value, unit, name, note or fix
 DATE_FORMAT = "yyyy-mm-dd"
 # Sheet tab names are identifiers (the importer and cross-sheet references use them); what a
@@ -65,6 +66,9 @@ THIN = Side(style="thin", color="BFBFBF")
 SPARE_ROW_TABLES = (ACCELERATOR_TABLE, FX_TABLE, ARCHITECTURE_TABLE)   # growable: workbook.catalog.spare_rows.<table>
 TIMELINE_PRINT_SCALE = 75   # the week grid prints several pages wide; A:C repeat on each
 COST_PRINT_SCALE = 62       # the Cost sheet in three pages, as the reviewer's pack needs (issue 29)
+# the sheets of the reviewer's pack (Summary, Compare, Cost, Cashflow, Checks) that print at a fixed
+# scale: their twelve pages hold the Checks sheet too (fit to width it printed 4 at 73%)
+PACK_PRINT_SCALES = {"Cost": COST_PRINT_SCALE, "Checks": COST_PRINT_SCALE}
 WIDE_SHEET_UNITS = 200      # wider than this (column width units) prints two pages wide
 CHECK_FONT = Font(name="Calibri", color="C00000", bold=True)
 WARNING_FONT = Font(name="Calibri", color="9C5700")
@@ -547,9 +551,9 @@ class Writer:
             ws.sheet_properties.pageSetUpPr.fitToPage = False
             ws.page_setup.scale = TIMELINE_PRINT_SCALE
             ws.print_title_cols = "A:C"
-        elif ws.title == "Cost":
+        elif ws.title in PACK_PRINT_SCALES:
             ws.sheet_properties.pageSetUpPr.fitToPage = False
-            ws.page_setup.scale = COST_PRINT_SCALE
+            ws.page_setup.scale = PACK_PRINT_SCALES[ws.title]
         else:
             ws.sheet_properties.pageSetUpPr.fitToPage = True
             ws.page_setup.fitToWidth = 1
