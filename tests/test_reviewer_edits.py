@@ -640,7 +640,10 @@ def test_other_currency_converts_the_totals(reviewed):
 
 
 def _usd(book: Book, sheets) -> dict:
-    return {k: v for k, v in _texts(book, sheets).items() if re.search(r"USD", v)}
+    """The texts that say USD, but for what generation recorded (issue 29): the inputs' values at
+    generation (the Inputs sheet's column G) and the Summary's changed inputs, old → new."""
+    return {k: v for k, v in _texts(book, sheets).items()
+            if re.search(r"USD", v) and not k.startswith("Inputs!G") and " → " not in v}
 
 
 def test_other_currency_relabels_the_amounts(reviewed):
@@ -767,8 +770,8 @@ def test_gnumeric_fails_closed_on_mfu_zero(reviewed, gnumeric):
 # --- input integrity (issue 29) ----------------------------------------------------------------
 # edit -> (the check that fails, words its Summary line and its Checks sentence hold)
 INTEGRITY = {
-    "seed-gpu-price-blank": ("check_inputs_gpu_prices",
-                             ["GPU price as quoted for the tier", "is blank", "type a number of at least 0"]),
+    # the price may be blank for an owned cluster (issue 28): a rented one's blank fails its own check
+    "seed-gpu-price-blank": ("check_rented_priced", ["rented", "GPU price on Inputs is blank"]),
     "seed-headcount-text": ("check_inputs_staffing",
                             ["Headcount", "holds text or a number outside its validation",
                              "type a number of at least 0 in every row"]),
@@ -836,7 +839,7 @@ def test_an_inserted_cost_row_is_seen_not_added(reviewed):
 def test_gnumeric_fails_closed_on_a_blank_price_and_an_inserted_cost_row(reviewed, gnumeric):
     """Gnumeric agrees with LibreOffice: the blank GPU price and the inserted Cost row each fail
     their check, and the master check is the same number."""
-    for name, check in (("seed-gpu-price-blank", "check_inputs_gpu_prices"),
+    for name, check in (("seed-gpu-price-blank", "check_rented_priced"),
                         ("seed-cost-row-inserted", "check_cost_sheet_closed")):
         book, values = reviewed[name], gnumeric[name]
         assert values[book.names[check]] == 1 == book[check], name

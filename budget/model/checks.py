@@ -148,6 +148,10 @@ def _consistency_checks(b: ModelBuilder, i: Inputs) -> None:
     # currency without a rate, is check_fx_rates's to name)
     b.check("check_owned_priced", IF(i.ownership.eq("rented"), 1, r("node_price_used")) > 0,
             detail=sentence(b, "check_owned_priced"))
+    # issue 28 lets an owned cluster leave the GPU price blank; a rented one bills by it (issue 29:
+    # a blank price must not give a green book with the GPUs free)
+    b.check("check_rented_priced", OR(i.ownership.eq("owned"), ISNUMBER(i.price_per_gpu_hour)),
+            detail=sentence(b, "check_rented_priced"))
     b.check("check_fx_rates",
             AND(*(ISNUMBER(r(n)) for n, _ in FX_FACTORS)),
             detail=sentence(b, "check_fx_rates", i.currency))
