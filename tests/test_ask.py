@@ -170,4 +170,6 @@ def test_the_ask_is_live_in_libreoffice(recalculated, seed):
     row = next(r for r in range(1, 200) if wb["Summary"].cell(r, 2).value == "=total_cost_ask")
     assert relative_difference(edited[f"Summary!B{row}"], _range(p95)["total_cost_ask"]) <= 1e-9
     assert edited[f"Summary!A{row}"] == "The ask: P95 of the total (indicative: checks fail)"
-    assert edited[f"Summary!A{row + 2}"] == "The total with the flat 50% buffer (not asked) would cover"
+    # the flat buffer's line, in the Summary's workings (issue 29 moved it off the one-page answer)
+    assert "The total with the flat 50% buffer (not asked) would cover" in \
+        {edited.get(f"Summary!A{r}") for r in range(row, 400)}
