@@ -151,6 +151,8 @@ def test_an_owned_cluster_plans_without_a_rental_price(catalog):
     priced = seed(catalog, **{"ownership": "owned"})
     none = fmt("report.cost.no_rental_price", "en")
     assert plan.inputs["price_per_gpu_hour"].value is None
+    # its blank memo lines are no figures on the Cost sheet, in Python as in LibreOffice
+    assert plan.values["check_cost_sheet_closed"] == 0 and plan.values["check_rented_priced"] == 0
     for name in ("rental_cost", "billed_rental_cost", "rental_gap_cost"):
         assert plan.values[name] == "", name            # blank, not a 0 that looks like a price
         assert "blank: an owned cluster with no rental price to compare" in plan.model.items[name].note

@@ -213,8 +213,10 @@ def _structure(inputs: Mapping[str, InputValue], lang: str, weeks: int,
     years = math.ceil(months / 12) + 1 if months else 0
     cells = {"staff_rows_below": (), "stage_rows_below": (), "catalog_rows_below": (), "timeline_week_cells": tuple(range(weeks)),
              "cashflow_month_cells": tuple(range(months)), "cashflow_year_cells": tuple(range(years)),
-             # the Cost sheet's figures: one a line (the rows below it blank)
-             "cost_sheet_cells": tuple(0.0 for _ in build_model(lang).sheet_items("Cost"))}
+             # the Cost sheet's value column: its lines as evaluated (a line left blank, an owned
+             # cluster's rental memo without a price, is no figure), the rows below it blank
+             "cost_sheet_cells": tuple(values[i.name] if values is not None else 0.0
+                                       for i in build_model(lang).sheet_items("Cost"))}
     out = {"layout_searched": inputs.get("layout_searched", InputValue("no", "")),
            **{name: InputValue(value, text(f"plan.sources.{name}", lang)) for name, value in cells.items()}}
     for name in (*SEARCH_INPUTS, *SEARCH_ITEMS):
