@@ -47,7 +47,9 @@ EDITS.update({
     "held-longer": {"storage_months": 20, "staff_months": 17.5, "fiscal_year_start_month": 7,
                     "start_date": lambda v: from_serial(v + 27)},
     "staff-blank-months": {"staff_months": None, "buffer_rate": 0},
-    "outgrown": {"evaluation_weeks": 200},
+    # the cap on phases (a share of the training days, 1.0 in every job mode) cleared, else the 200
+    # weeks would be held to the training's length
+    "outgrown": {"evaluation_weeks": 200, "phase_share_cap": None},
 })
 
 # Scenarios written as books of their own: the seed with changes.
