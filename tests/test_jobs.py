@@ -46,6 +46,19 @@ def test_a_70b_continued_pretraining_pays_for_no_validation_or_scaling_run(catal
     assert _phase_days(as_pretraining, "scaling") == pytest.approx(min(28, as_pretraining["train_days"]))
 
 
+def test_a_continued_pretraining_is_not_held_to_chinchillas_tokens_per_parameter(catalog):
+    """Given 200B more tokens on Qwen2.5-72B (2.8 per parameter), a continued pretraining is not
+    warned that it is far from compute-optimal: its tokens add to the base's pretraining. The
+    same tokens as a pretraining from scratch are."""
+    data = with_changes(raw(SCENARIOS / "llama2-70b-continued-h100.yaml"),
+                        {"model": {"preset": "qwen2.5-72b"}, "data.train_tokens": "200B"})
+    v = plan_of(data, catalog, "cpt").values
+    assert v["tokens_per_param"] == pytest.approx(2.75, abs=0.01)
+    assert v["warn_tokens_per_param"] == 0
+    scratch = plan_of(with_changes(data, {"job.mode": "pretraining"}), catalog, "pt").values
+    assert scratch["warn_tokens_per_param"] == 1
+
+
 @pytest.mark.parametrize("removal", [{"runs.scaling": "none"},
                                      {"runs.scaling_tokens": 0, "schedule.scaling_weeks": 0}],
                          ids=["none", "zero_tokens_and_weeks"])

@@ -241,3 +241,22 @@ def test_chinese_text_renders_in_a_cjk_font(tmp_path, catalog, lang):
         assert '<html lang="zh-CN">' in html
         for words in ("提请决策事项", "主要风险", "批准人", "概览", "故障预算", "2027年1月4日"):
             assert words in text, words
+
+
+@pytest.mark.parametrize("value, unit, shown", [
+    (2e11, "tokens", "200B"), (1.5e13, "tokens", "15T"), (72.7e9, "parameters", "72.7B"),
+    (31_923_750, "GPU-h", "31,923,750"), (3.65e25, "FLOPs", "3.65e+25"), (0.465, "", "0.47"),
+    (512, "GPUs", "512"), (0.004, "", "0.004")])
+def test_a_figure_is_written_as_a_reader_reads_it(value, unit, shown):
+    """Given a 200B-token continued pretraining, the reports say "200B tokens", as the scenario
+    does, not "2e+11" (which finance reads as a typo); whole digits up to 10^15, FLOPs beyond."""
+    from budget.render.words import figure
+    assert figure(value, unit) == shown
+
+
+def test_no_report_figure_is_in_e_notation_below_a_quadrillion(seed_h100):
+    """The seed's report (175B parameters, 3T tokens, tens of millions of GPU-hours): only
+    figures of 10^15 and more (FLOPs) may be written in E notation."""
+    md = render_markdown(seed_h100)
+    small = [m for m in re.findall(r"\b\d(?:\.\d+)?e\+(\d\d)\b", md) if int(m) < 15]
+    assert not small

@@ -17,6 +17,7 @@ from ..core.i18n import text
 from ..model.model import UNCERTAIN, build_model
 from ..plan.options import chosen_plan, recommended
 from ..plan.sensitivity import cases, range_figures
+from .words import figure
 
 TOP_RISKS = 5
 KEY_ASSUMPTIONS = ("gpu_type", "calibrated_mfu", "price_per_gpu_hour", "train_tokens", "approval_percentile",
@@ -159,4 +160,4 @@ def _shown(value, unit: str, currency: str, words) -> str:
         return f"P{value:.0f}"
     if unit.startswith("currency"):
         return words.quantity(f"{value:,.2f}", words.unit(unit, currency))
-    return words.quantity(f"{value:,.4g}", words.unit(unit))
+    return words.quantity(figure(value, unit), words.unit(unit))

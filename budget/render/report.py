@@ -28,7 +28,7 @@ from ..core.dates import from_serial
 from ..plan.plan import Plan
 from ..plan.sensitivity import cases, range_figures
 from .decision import decision, status   # status: re-exported (the reports lead with it)
-from .words import Words
+from .words import Words, count, figure
 
 PHASES = ("data_prep", "validation", "scaling", "training", "evaluation", "deployment")
 SEGMENTS = ("queue_days", "setup_days", "transfer_days", "train_days", "failure_loss_days", "rollback_days",
@@ -69,9 +69,7 @@ def _value(name: str, value, unit: str, words: Words) -> str:
         return f"{value:.1%}"
     if unit == "per GPU-hour":
         return f"{value:.3g}"
-    if abs(value) >= 1e6:
-        return f"{value:,.4g}" if value < 1e15 else f"{value:.3g}"
-    return f"{value:,.2f}".rstrip("0").rstrip(".") if not float(value).is_integer() else f"{value:,.0f}"
+    return figure(value, unit)
 
 
 def report_context(plan: Plan) -> dict:
@@ -237,7 +235,7 @@ def _stages(plan: Plan, words: Words) -> list[dict]:
             return v[item][k]
         out.append({"id": f"stage{k + 1}",  # i18n: not text (a Mermaid task id)
                     "name": name or words("report.stages.unnamed", n=k + 1),
-                    "tokens": _count(at("stage_tokens")),
+                    "tokens": count(at("stage_tokens")),
                     "gpus": f"{at('stage_gpu_count_used'):,.0f}", "seq_len": f"{at('stage_seq_len_used'):,.0f}",
                     "layout": at("stage_layout_label"),
                     "mfu": f"{at('stage_mfu_used'):.1%}", "gpu_hours": f"{at('stage_gpu_hours'):,.0f}",
@@ -248,14 +246,6 @@ def _stages(plan: Plan, words: Words) -> list[dict]:
                     "start_iso": from_serial(at("stage_start")).isoformat(),
                     "end_iso": from_serial(at("stage_end")).isoformat()})
     return out
-
-
-def _count(n: float) -> str:
-    """A token count as a scenario writes it: 2.87T, 800B."""
-    for scale, suffix in ((1e12, "T"), (1e9, "B"), (1e6, "M")):   # i18n: not text (SI suffixes)
-        if n >= scale:
-            return f"{n / scale:,.4g}{suffix}"
-    return f"{n:,.0f}"
 
 
 def _failure_row(name: str, label: str, value: float, unit: str, words: Words) -> tuple[str, str, str]:

@@ -16,6 +16,35 @@ _DATE_FIELDS = re.compile(r"'([^']*)'|y+|M+|d+")
 _HTML_TEXT = str.maketrans({"&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&#34;"})
 
 
+# Units counted in the scenario's own notation (2.87T tokens, 405B parameters: the suffixes
+# data.train_tokens accepts) rather than in twelve digits
+_COUNTED = {"tokens", "parameters"}
+
+
+def count(n: float) -> str:
+    """A count as a scenario writes it: 2.87T, 800B, 12.5M; below a million, in digits."""
+    for scale, suffix in ((1e12, "T"), (1e9, "B"), (1e6, "M")):   # i18n: not text (SI suffixes)
+        if abs(n) >= scale:
+            return f"{n / scale:,.4g}{suffix}"
+    return f"{n:,.0f}"
+
+
+def figure(value: float, unit: str = "") -> str:
+    """A plain figure for a reader of the reports, never in E notation ("2e+11" reads as a typo
+    to finance): tokens and parameters by count(); other figures from a million up in whole
+    digits (31,923,750 GPU-hours) up to 10^15, scientific only beyond (FLOPs, 3.65e+25); below,
+    up to two decimals without trailing zeros."""
+    if unit in _COUNTED and abs(value) >= 1e6:
+        return count(value)
+    if abs(value) >= 1e15:
+        return f"{value:.3g}"
+    if abs(value) >= 1e6 or float(value).is_integer():
+        return f"{value:,.0f}"
+    if abs(value) < 0.01:
+        return f"{value:.3g}"
+    return f"{value:,.2f}".rstrip("0").rstrip(".")
+
+
 class Words:
     """The report's texts and formats in one language (budget/messages/<lang>/report.yaml):
     `words("report.x", days=3)` is a message with its named placeholders filled in; money, dates
