@@ -39,11 +39,12 @@ class UpTo(Expr):
 
 
 @dataclass(frozen=True, eq=False)
-class PerRow(Expr):
-    """A row item: `expr` evaluated once per row of the table whose column `rows` is, each
-    row's formula its own cell (the workbook's Stages sheet); a tuple in Python."""
+class _OverRows(Expr):
+    """`expr` once per row of the table whose column `rows` is: the same formula in a sheet,
+    a tuple in Python whose loop variable (`_var`) the row's references read."""
     expr: Expr
     rows: str
+    _var = ""
 
     def _collect(self, out):
         self.expr._collect(out)
@@ -53,7 +54,14 @@ class PerRow(Expr):
         return self.expr.excel(resolve)
 
     def python(self):
-        return f"tuple(({self.expr.python()}) for _k in range(len(v[{self.rows!r}])))"  # i18n: not text
+        return f"tuple(({self.expr.python()}) for {self._var} in range(len(v[{self.rows!r}])))"  # i18n: not text
+
+
+@dataclass(frozen=True, eq=False)
+class PerRow(_OverRows):
+    """A row item: `expr` evaluated once per row of the table whose column `rows` is, each
+    row's formula its own cell (the workbook's Stages sheet); a tuple in Python."""
+    _var = "_k"
 
 
 @dataclass(frozen=True, eq=False)
@@ -105,23 +113,12 @@ def row_expr(expr: Expr, k: int) -> Expr:
 
 
 @dataclass(frozen=True, eq=False)
-class Each(Expr):
+class Each(_OverRows):
     """An array over the rows of the table whose column `rows` is, as SUMPRODUCT reads one:
     `expr` with `Of(name)` for a column's value in the row (the Cashflow sheet's staffing by
     role, a year's months). The workbook writes `expr` over whole columns, which Excel 2016 and
     LibreOffice evaluate as an array inside SUMPRODUCT (as they do Blanks); Python gives a tuple."""
-    expr: Expr
-    rows: str
-
-    def _collect(self, out):
-        self.expr._collect(out)
-        out.add(self.rows)
-
-    def excel(self, resolve=str):
-        return self.expr.excel(resolve)
-
-    def python(self):
-        return f"tuple(({self.expr.python()}) for _j in range(len(v[{self.rows!r}])))"  # i18n: not text
+    _var = "_j"
 
 
 @dataclass(frozen=True, eq=False)
