@@ -47,7 +47,7 @@ from ..core.limits import MAX_YAML_BYTES
 from ..inputs.catalog import data_dir, load_catalog
 from .common import (EXIT_BAD_INPUT, EXIT_FAILING_CHECKS, EXIT_FAILURE, EXIT_OK, _help,  # noqa: F401
                      _print_error, add_lang_argument, failing_check_labels, fewer_collections, print_warnings,
-                     render, report_failing_checks, requested_lang, terminal_safe, write_reporting)
+                     render, report_failing_checks, requested_lang, terminal_safe, write_one_file, write_reporting)
 from .output import Output
 
 # The planner, the workbook (openpyxl) and the reports (jinja2) are imported where they are
@@ -109,15 +109,7 @@ def import_main(argv: list[str]) -> int:
             "", Msg("errors.import.exists.message", lost=what_would_be_lost(args.output, imported.data)),
             Msg("errors.import.exists.fix"))]), lang)
         return EXIT_BAD_INPUT
-    try:
-        write_text_atomically(args.output, imported.text)
-    except OSError as err:
-        _print_error(InputError(args.output, [Problem(
-            "", Msg("errors.import.write.message", reason=err.strerror or str(err)),
-            Msg("errors.import.write.fix"))]), lang)
-        return EXIT_BAD_INPUT
-    print(fmt("cli.wrote", lang, file=args.output))
-    return EXIT_OK
+    return write_one_file(args.output, lambda: write_text_atomically(args.output, imported.text), "import", lang)
 
 
 def what_would_be_lost(path: Path, data: dict):

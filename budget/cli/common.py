@@ -133,6 +133,21 @@ def _print_error(err: InputError, lang: str | None = None) -> None:
         print(terminal_safe(fmt("cli.error.fix", lang, fix=problem.fix_in(lang))), file=sys.stderr)
 
 
+def write_one_file(path, write, command: str, lang: str) -> int:
+    """`write()` a command's one file at `path` (the starter of `new`, the scenario of `import`):
+    "wrote PATH" on success, else one message naming the file and the system's reason (the
+    catalog's errors.<command>.write), exit 2."""
+    try:
+        write()
+    except OSError as err:
+        _print_error(InputError(path, [Problem(
+            "", Msg(f"errors.{command}.write.message", reason=err.strerror or str(err)),
+            Msg(f"errors.{command}.write.fix"))]), lang)
+        return EXIT_BAD_INPUT
+    print(fmt("cli.wrote", lang, file=path))
+    return EXIT_OK
+
+
 @contextlib.contextmanager
 def fewer_collections():
     """Collect cyclic garbage less often while scenarios are built: a workbook is ~12,000

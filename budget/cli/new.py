@@ -19,7 +19,7 @@ from ..core.errors import InputError, Msg, Problem
 from ..core.i18n import DEFAULT_LANG, fmt
 from ..inputs.catalog import data_dir
 from ..inputs.scenario_schema import SCHEMA_DIR, file_name
-from .common import EXIT_BAD_INPUT, EXIT_OK, _help, _print_error, add_lang_argument, requested_lang
+from .common import EXIT_BAD_INPUT, EXIT_OK, _help, _print_error, add_lang_argument, requested_lang, write_one_file
 
 JOBS = ("pretraining", "continued_pretraining", "sft", "lora")
 
@@ -135,13 +135,7 @@ def new_main(argv: list[str]) -> int:
         _print_error(InputError(args.output, [Problem("", Msg("errors.new.exists.message"),
                                                       Msg("errors.new.exists.fix"))]), lang)
         return EXIT_BAD_INPUT
-    try:
+    def write() -> None:
         with open(args.output, "x", encoding="utf-8", newline="\n") as f:
             f.write(text)
-    except OSError as err:
-        _print_error(InputError(args.output, [Problem(
-            "", Msg("errors.new.write.message", reason=err.strerror or str(err)),
-            Msg("errors.new.write.fix"))]), lang)
-        return EXIT_BAD_INPUT
-    print(fmt("cli.wrote", lang, file=args.output))
-    return EXIT_OK
+    return write_one_file(args.output, write, "new", lang)
