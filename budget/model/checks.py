@@ -126,8 +126,10 @@ def _run_checks(b: ModelBuilder, i: Inputs) -> None:
             detail=sentence(b, "check_meets_deadline", _gb(r("stretched_training_days")), i.deadline_days))
     # issue 27: a deadline date, met when training (or the project) ends on it or before, at the
     # approval percentile of the training days (Timeline sheet)
+    # behind IF: a spreadsheet's OR evaluates every argument, and a blank deadline linked into a
+    # Compare or Sensitivity column is "" (date + 1 would be #VALUE!, failing the check for no date)
     late = r("deadline_end_at_approval") - (i.deadline_date + 1)
-    b.check("check_meets_deadline_date", OR(NOT(ISNUMBER(i.deadline_date)), late < 0),
+    b.check("check_meets_deadline_date", IF(ISNUMBER(i.deadline_date), late < 0, 1),
             detail=sentence(b, "check_meets_deadline_date", i.approval_percentile, ROUNDUP(late, 1),
                             ROUND(r("deadline_end_p50") - (i.deadline_date + 1), 1)))
     b.check("check_deadline_gpus", OR(NOT(ISNUMBER(i.deadline_days)), i.gpu_count >= r("deadline_gpus")),

@@ -83,19 +83,15 @@ def _stage_resolver(w, local: dict[str, str], row_of: dict[str, int], letter: st
 
 def _link(d) -> Expr:
     """A column's cell of an input it does not hold: the input's cell on the Inputs sheet, a
-    blank optional number shown blank ("")."""
-    numeric = d.kind not in {"choice", "text", "generated_text", "date"}
+    blank optional number or date shown blank (""). A plain link to a blank cell is 0 in Excel
+    and Gnumeric (LibreOffice keeps it empty): a blank deadline date would read as 1899-12-30."""
+    numeric = d.kind not in {"choice", "text", "generated_text"}
     return IF(ISNUMBER(Ref(d.name)), Ref(d.name), "") if d.optional and numeric else Ref(d.name)
 
 
 def _linked_value(d, value):
-    """What a column's link to input `d` shows: the input's value; for a blank input, "" where
-    the link is IF(ISNUMBER(..)) (an optional number), else what a spreadsheet gives for a
-    reference to an empty cell, 0 (a blank optional date, the deadline date: the checks read the
-    Inputs sheet's blank as blank, and the link must not turn it into text)."""
-    if value is not None:
-        return value
-    return 0.0 if d.kind == "date" else ""
+    """What a column's link to input `d` shows: the input's value; "" for a blank one."""
+    return "" if value is None else value
 
 
 def write_grid(w, ws, top: int, first_col: int, variants: list[Variant], model: Model,
