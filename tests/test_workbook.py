@@ -231,7 +231,7 @@ def test_generated_sentences_sit_under_a_live_warning(book, seed_h100):
         ws = wb[sheet]
         head = _row_of(wb, sheet, "Generated for these inputs")
         warning = ws.cell(head + 1, 1).value
-        assert warning.startswith("=IF(ISERROR(OR(search_inputs_changed<>0,layout_label<>")
+        assert warning.startswith("=IFERROR(IF(OR(search_inputs_changed<>0,layout_label<>")
         assert "Inputs changed since generation" in warning
         assert result.expected[f"{sheet}!A{head + 1}"] == ""
         sentences = [ws.cell(r, 1).value for r in range(head + 2, head + 4)]

@@ -31,7 +31,7 @@ __all__ = [
     "Expr", "Num", "Text", "Ref", "Bin", "Call", "Lookup", "Bool", "Cell", "Area", "Group", "Blanks",
     "At", "UpTo", "PerRow", "Chain", "Prev", "Each", "Of", "BlankOf",
     "lift", "substitute", "row_expr", "table_column_name", "column_letter", "compile_items", "Specializer",
-    "IF", "AND", "OR", "NOT", "MAX", "MIN", "SUM", "ROUNDUP", "MOD", "ISNUMBER", "SQRT", "EXP", "LN", "ABS",
+    "IF", "IFERROR", "AND", "OR", "NOT", "MAX", "MIN", "SUM", "ROUNDUP", "MOD", "ISNUMBER", "SQRT", "EXP", "LN", "ABS",
     "SUMPRODUCT", "ISERROR", "COUNTA", "ROUND", "COLUMNS", "YEAR", "MONTH", "DATE",
     "INDEX", "MATCH", "LARGE", "ROW", "NORMSINV", "NORMSDIST", "COUNT",
 ]
@@ -40,6 +40,9 @@ __all__ = [
 # --- the spreadsheet functions, built as calls ------------------------------------------
 
 def IF(cond, a, b) -> Expr: return Call("IF", (lift(cond), lift(a), lift(b)))
+# IFERROR(x, fallback), not IF(ISERROR(x), fallback, x): the formula once, not twice (Excel 2007,
+# LibreOffice and Gnumeric all have it without a prefix)
+def IFERROR(x, fallback) -> Expr: return Call("IFERROR", (lift(x), lift(fallback)))
 def AND(*xs) -> Expr: return Call("AND", tuple(lift(x) for x in xs))
 def OR(*xs) -> Expr: return Call("OR", tuple(lift(x) for x in xs))
 def NOT(x) -> Expr: return Call("NOT", (lift(x),))

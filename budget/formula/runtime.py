@@ -205,6 +205,10 @@ def _iserror(x):
     return False
 
 
+def _iferror(x, fallback):
+    return x        # as _iserror: an error raised before it got here
+
+
 def _round(x, digits):
     scale = 10.0 ** int(digits)
     y = _significant(abs(x) * scale)

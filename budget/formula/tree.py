@@ -15,7 +15,7 @@ BENIGN_CONSTANTS = frozenset({0, 1, 2, 7, 12, 24, 30, 52, 60, 100, 365, 1000, 10
 
 # Functions LibreOffice 7.4 and Excel 2016 both have, without an _xlfn. prefix.
 SUPPORTED_FUNCTIONS = frozenset({
-    "IF", "AND", "OR", "NOT", "MAX", "MIN", "SUM", "ROUNDUP", "MOD",
+    "IF", "IFERROR", "AND", "OR", "NOT", "MAX", "MIN", "SUM", "ROUNDUP", "MOD",
     "ISNUMBER", "SQRT", "EXP", "INDEX", "MATCH", "ABS", "SUMPRODUCT", "ISERROR", "COUNTA",
     "ROUND", "YEAR", "COLUMNS", "COUNT", "LN", "NORMSINV", "NORMSDIST", "LARGE", "ROW",
     "DATE", "MONTH",   # dates: the Cashflow sheet's months (no EOMONTH: an add-in in old Excel)

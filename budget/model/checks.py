@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 
-from ..formula.expr import (ABS, AND, COLUMNS, COUNT, COUNTA, DATE, IF, ISERROR, ISNUMBER, MAX, MIN, MOD, MONTH, NOT, OR, ROUND,
+from ..formula.expr import (ABS, AND, COLUMNS, COUNT, COUNTA, DATE, IF, IFERROR, ISNUMBER, MAX, MIN, MOD, MONTH, NOT, OR, ROUND,
                             ROUNDUP,
                             SUM, YEAR, Expr, Ref, lift)
 from .cost import AFTER_SUBTOTAL, COST_LINES, FX_FACTORS
@@ -49,7 +49,7 @@ def checks_and_warnings(b: ModelBuilder, i: Inputs) -> None:
     checks = [r(c.name) for c in b.model.checks()]
     b.section("summary")
     total = SUM(*checks)
-    b.item("master_check", "checks", IF(ISERROR(total), 1, total))
+    b.item("master_check", "checks", IFERROR(total, 1))
     _warnings(b, i)
 
 
@@ -292,7 +292,7 @@ def _warnings(b: ModelBuilder, i: Inputs) -> None:
               detail=sentence(b, "warn_reference_model"))
     warnings = [r(w.name) for w in b.model.warnings()]
     total = SUM(*warnings)
-    b.item("warning_count", "checks", IF(ISERROR(total), 1, total))
+    b.item("warning_count", "checks", IFERROR(total, 1))
 
 
 

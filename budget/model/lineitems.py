@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Callable, Mapping
 
-from ..formula.expr import IF, ISERROR, Expr, Ref, Specializer, compile_items, lift
+from ..formula.expr import IF, IFERROR, Expr, Ref, Specializer, compile_items, lift
 
 # Excel rejects defined names that look like cell references (A1, XFD1048576, R1C1) or the
 # booleans; openpyxl and LibreOffice accept them silently, so we check ourselves.
@@ -289,7 +289,7 @@ class ModelBuilder:
         ok = lift(ok)
         detail = lift(detail) if detail is not None else None
         fix = texts.pop("fix", None) or self.texts(f"items.{name}.fix")
-        return self.item(name, "flag", IF(ISERROR(ok), 1, IF(ok, 0, 1)),
+        return self.item(name, "flag", IFERROR(IF(ok, 0, 1), 1),
                          fix=fix, kind=kind, detail=detail, **texts)
 
     def warning(self, name: str, ok: Expr, detail=None) -> Ref:

@@ -3,7 +3,7 @@ and the lookups of the chosen accelerator's row that the other groups read."""
 
 from __future__ import annotations
 
-from ..formula.expr import IF, ISERROR, Expr, Lookup, Ref
+from ..formula.expr import IFERROR, Expr, Lookup, Ref
 from .lineitems import ModelBuilder
 
 ACCELERATOR_TABLE = "acc"
@@ -43,4 +43,4 @@ def arch_figure(column: str) -> Expr:
     """A figure of the Architectures table; blank for an accelerator a reviewer added to the
     accelerator table but not to this one (its software then counts as mature, its factor scaled)."""
     found = Lookup(ARCHITECTURE_TABLE, column, Ref("gpu_type"))
-    return IF(ISERROR(found), "", found)
+    return IFERROR(found, "")

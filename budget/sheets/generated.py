@@ -4,7 +4,7 @@ figures the sentences state, differ from generation."""
 
 from __future__ import annotations
 
-from ..formula.expr import IF, ISERROR, OR, ROUND, Ref, Text, compile_items
+from ..formula.expr import IF, IFERROR, OR, ROUND, Ref, Text, compile_items
 from ..xlsx.cells import LETTERS, column_dimension
 from .writer import CHECK_FONT, SECTION_FONT, WRAP_TOP, put_text, text_height
 
@@ -21,7 +21,7 @@ def generated_for(w, ws, row: int, lines: list[str], last_col: int) -> int:
     changed = OR(Ref("search_inputs_changed").ne(0), Ref("layout_label").ne(Text(str(v["layout_label"]))),
                  *(as_text(n).ne(Text(figures[n])) for n in stated))
     warning = Text(w.m("workbook.generated.changed"))
-    cell = w.live(ws, row + 1, 1, IF(ISERROR(changed), warning, IF(changed, warning, "")))
+    cell = w.live(ws, row + 1, 1, IFERROR(IF(changed, warning, ""), warning))
     w.named(cell, "Normal")
     cell.font = CHECK_FONT
     for n, text in enumerate(lines):

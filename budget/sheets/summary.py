@@ -14,7 +14,7 @@ from openpyxl.utils.cell import column_index_from_string, coordinate_from_string
 from .. import __version__
 from ..core.i18n import Messages
 
-from ..formula.expr import AND, IF, INDEX, ISERROR, ISNUMBER, MATCH, NOT, ROUND, Area, Cell, Expr, Num, Ref, Text
+from ..formula.expr import AND, IF, IFERROR, INDEX, ISERROR, ISNUMBER, MATCH, NOT, ROUND, Area, Cell, Expr, Num, Ref, Text
 from ..model.lineitems import Item
 from ..model.model import AFTER_SUBTOTAL, COST_LINES, MEMO_LINES
 from ..plan.sensitivity import cases, range_figures
@@ -338,7 +338,7 @@ def flag_line(w, ws, row: int, item: Item, font: Font) -> None:
     detail = item.detail if item.detail is not None else Text(item.label)
     cannot = Text(w.m("workbook.summary.cannot_compute", label=item.label))
     cell = w.live(ws, row, 1, IF(ISERROR(flag), cannot,
-                                    IF(flag.eq(0), "", IF(ISERROR(detail), cannot, detail))))
+                                    IF(flag.eq(0), "", IFERROR(detail, cannot))))
     w.named(cell, "Normal")
     cell.font = font
 
