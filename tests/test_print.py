@@ -233,15 +233,20 @@ PACK_PAGES = 12
 
 @pytest.mark.parametrize("paper", sorted(PAPERS))
 def test_the_summary_page_is_sized_for_eighty_percent(books, paper):
-    """From the workbook alone: the Summary's print area is its answer (the sign-off block its
-    last rows), portrait, fit to one page, at 80% or more of its width."""
+    """From the workbook alone: the Summary's print area is its answer, the sign-off block, then
+    at its foot the rows kept for the failing checks and the changed inputs (live lines, blank
+    when none: the page ends at the sign-off), portrait, fit to one page, at 80% or more of its
+    width."""
     ws = openpyxl.load_workbook(io.BytesIO(books["gpt3-175b-h100"]))["Summary"]
     area = ws.print_area[0] if isinstance(ws.print_area, list) else ws.print_area
     last = int(re.sub(r"\D", "", area.split(":")[-1]))
     assert ws.page_setup.orientation == "portrait" and ws.page_setup.fitToHeight == 1
     assert printed_scale(ws, paper) >= SUMMARY_SCALE
     labels = [ws.cell(r, 1).value for r in range(1, last + 1)]
-    assert labels[-3:] == ["Prepared by", "Reviewed by", "Approved by"]
+    signed = labels.index("Approved by")
+    assert labels[signed - 2:signed + 1] == ["Prepared by", "Reviewed by", "Approved by"]
+    foot = labels[signed + 1:]
+    assert foot and all(v is None or v.startswith("=") for v in foot), foot
     assert ws.cell(last + 2, 1).value.startswith("Workings")        # below the printed page
 
 
@@ -361,8 +366,8 @@ def test_the_title_and_the_changed_inputs_follow_an_edit(catalog, tmp_path):
                    "Gnumeric": read_values(gnumeric)}
     for engine, values in engines.items():
         assert values["Summary!A1"] == "512 × AMD Instinct MI300X", engine
-        lines = [values.get(f"Summary!A{r}") for r in range(1, 25)]
-        assert "2 inputs changed since generation: the text above and the generated sentences describe " \
-               "the generated plan" in lines, engine
+        lines = [values.get(f"Summary!A{r}") for r in range(1, 60)]
+        assert "2 inputs changed since generation, listed at the foot of this page: the text above and the " \
+               "generated sentences describe the generated plan" in lines, engine
         assert f"{labels['gpu_type']}: {plan.inputs['gpu_type'].value} → amd_mi300x" in lines, engine
         assert f"{labels['price_per_gpu_hour']}: 1.8 → 2.1" in lines, engine

@@ -173,7 +173,7 @@ def test_summary_leads_with_the_status_and_one_row_per_check_and_warning(book, s
     assert result.expected["Summary!A1"] == "512 × NVIDIA H100 80GB SXM5"
     status = ws["A5"].value
     assert status.startswith("=IF(ISERROR(master_check)") and '"All checks pass"' in status
-    assert result.expected["Summary!A5"] == "NOT APPROVABLE: 1 check fails"
+    assert result.expected["Summary!A5"] == "NOT APPROVABLE: 1 check fails, in words at the foot of this page"
     model = seed_h100.model
     texts = {c: v for c, v in _cells(wb, "Summary").items() if isinstance(v, str) and c.startswith("A")}
     for item in (*model.checks(), *model.warnings()):   # one fixed row each, in model order
@@ -183,10 +183,14 @@ def test_summary_leads_with_the_status_and_one_row_per_check_and_warning(book, s
         assert (expected == "") == (seed_h100.values[item.name] == 0), item.name
     failing = [k for k, v in result.expected.items() if k.startswith("Summary!A") and
                isinstance(v, str) and v.startswith("Layout does not fit")]
-    # under the status on the printed page (the first failing check), and its own row in the workings
-    assert "Summary!A6" in failing and len(failing) == 2
-    assert result.expected["Summary!A6"] == "Layout does not fit in memory: 89.1 > 72 GB per GPU"
-    assert result.expected["Summary!A7"] == ""
+    # at the foot of the printed page, under the sign-off (the first failing check), and its own
+    # row in the workings below the print area
+    signed = max(r for r in range(1, ws.max_row + 1) if ws.cell(r, 1).value == "Approved by")
+    last_printed = int(ws.print_area.split("$")[-1])
+    rows = sorted(int(k.split("!A")[1]) for k in failing)
+    assert len(rows) == 2 and signed < rows[0] <= last_printed < rows[1], (signed, rows, last_printed)
+    assert result.expected[f"Summary!A{rows[0]}"] == "Layout does not fit in memory: 89.1 > 72 GB per GPU"
+    assert result.expected[f"Summary!A{rows[0] + 1}"] == ""
     assert "2 warnings: plausibility, shown here, not blocking approval" in result.expected.values()
 
 

@@ -93,11 +93,16 @@ def write_summary(w) -> None:
     fine = AND(ISNUMBER(master), master.eq(0))
     ws.conditional_formatting.add("A5:D5", FormulaRule(formula=[excel(fine)], fill=OK_RULE_FILL))
     ws.conditional_formatting.add("A5:D5", FormulaRule(formula=[excel(NOT(fine))], fill=BAD_RULE_FILL))
-    # the printed page's rows are fixed; the workings below start after them
-    first_failing, changed_head = 6, 6 + PRINTED_LINES + 2
-    answer = changed_head + PRINTED_LINES + 3
+    # The printed page: the status, the warnings' and the changed inputs' counts, the answer and
+    # the sign-off; then, at its foot, the failing checks and the changed inputs in words, in
+    # rows kept for them (a sheet cannot add rows as they fail), so that when none fails and
+    # nothing changed the page ends at the sign-off instead of showing blank rows inside it.
+    warnings_line, changed_head, answer = 6, 7, 9
     last = printed_answer(w, ws, answer, master)
     last = sign_off(w, ws, last + 2)
+    first_failing = last + 2
+    changed_lines = first_failing + PRINTED_LINES + 1
+    last = changed_lines + PRINTED_LINES
     ws.print_area = f"A1:D{last}"
     put_text(ws.cell(last + 2, 1), m("workbook.summary.workings"))
     ws.cell(last + 2, 1).font = SECTION_FONT
@@ -112,7 +117,7 @@ def write_summary(w) -> None:
               IF(count.eq(0), m("workbook.summary.warnings.none"),
                  plural_text(count, m("workbook.summary.warnings.some.one"),
                              m("workbook.summary.warnings.some.other"))))
-    top = w.live(ws, first_failing + PRINTED_LINES + 1, 1,
+    top = w.live(ws, warnings_line, 1,
                  IF(ISERROR(count), line, IF(count.eq(0), line,
                                              line.concat(". ").concat(m("workbook.summary.warnings.where")))))
     w.named(top, "Normal")
@@ -124,7 +129,7 @@ def write_summary(w) -> None:
     for warning in w.model.warnings():
         flag_line(w, ws, row, warning, WARNING_FONT)
         row += 1
-    changed_inputs(w, ws, changed_head)
+    changed_inputs(w, ws, changed_head, changed_lines)
     for block, names in SUMMARY_BLOCKS:
         row += 1
         ws.cell(row, 1, m(f"workbook.summary.blocks.{block}")).font = SECTION_FONT
@@ -242,7 +247,7 @@ def kth_lines(w, ws, top: int, first: int, last: int, font: Font, template: str,
         rank = w.formula(ws, r, RANK_COL, Num(1) if k == 0 else Cell(r - 1, RANK_COL) + 1, k + 1, "0")
         rank.font = NOTE_FONT
         at = MATCH(Cell(r, RANK_COL), ranks)
-        cell = w.formula(ws, r, 1, IF(ISERROR(at), "", INDEX(lines, at)), shown[k] if k < len(shown) else "", None)
+        cell = w.formula(ws, r, 1, IFERROR(INDEX(lines, at), ""), shown[k] if k < len(shown) else "", None)
         w.named(cell, "Normal")
         cell.font = font
     extra = count - Cell(top + PRINTED_LINES - 1, RANK_COL)
@@ -254,10 +259,10 @@ def kth_lines(w, ws, top: int, first: int, last: int, font: Font, template: str,
     cell.font = font
 
 
-def changed_inputs(w, ws, top: int) -> None:
-    """How many inputs differ from their value at generation, and the first PRINTED_LINES of
-    them, label: old -> new, live over the Inputs sheet's columns A, B, G and H (its running
-    count); at generation none has."""
+def changed_inputs(w, ws, top: int, lines_top: int) -> None:
+    """How many inputs differ from their value at generation (row `top`), and the first
+    PRINTED_LINES of them from row `lines_top`, label: old -> new, live over the Inputs sheet's
+    columns A, B, G and H (its running count); at generation none has."""
     m = w.m
     if w.changed_rows is None:
         return
@@ -273,18 +278,18 @@ def changed_inputs(w, ws, top: int) -> None:
     ws.conditional_formatting.add(f"A{top}:D{top}", FormulaRule(formula=[excel(changed)], fill=BAD_RULE_FILL))
     column = lambda c: Area(Cell(first, c, True, True, sheet="Inputs"), Cell(last, c, True, True, sheet="Inputs"))  # noqa: E731
     for k in range(PRINTED_LINES):
-        r = top + 1 + k
+        r = lines_top + k
         rank = w.formula(ws, r, RANK_COL, Num(1) if k == 0 else Cell(r - 1, RANK_COL) + 1, k + 1, "0")
         rank.font = NOTE_FONT
         at = MATCH(Cell(r, RANK_COL), column(8))
         line = live_text(m("workbook.summary.changed.line"), label=INDEX(column(1), at), old=INDEX(column(7), at),
                          new=INDEX(column(2), at))
-        cell = w.formula(ws, r, 1, IF(ISERROR(at), "", line), "", None)
+        cell = w.formula(ws, r, 1, IFERROR(line, ""), "", None)
         w.named(cell, "Normal")
         cell.font = WARNING_FONT
-    extra = count - Cell(top + PRINTED_LINES, RANK_COL)
+    extra = count - Cell(lines_top + PRINTED_LINES - 1, RANK_COL)
     more = live_text(m("workbook.summary.changed.more"), count=extra)
-    cell = w.formula(ws, top + PRINTED_LINES + 1, 1, IF(ISERROR(extra), "", IF(extra > 0, more, "")), "", None)
+    cell = w.formula(ws, lines_top + PRINTED_LINES, 1, IF(ISERROR(extra), "", IF(extra > 0, more, "")), "", None)
     w.named(cell, "Normal")
     cell.font = WARNING_FONT
 
