@@ -356,6 +356,7 @@ def test_a_preset_moe_needs_its_expert_width(tmp_path):
     assert err.value.problems[0].path.endswith(".moe.expert_ffn_hidden_size")
 
 
+@pytest.mark.slow
 def test_bundled_catalogs_read_by_libyaml_equal_the_strict_loaders_reading():
     """The bundled catalog files go through libyaml (issue 14); the data is the strict Python
     loader's, and a duplicate key is still refused, by the strict loader's own message."""

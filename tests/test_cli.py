@@ -288,6 +288,7 @@ def test_a_file_that_does_not_parse_is_reported_in_english(tmp_path, capsys):
     assert code == 2 and err.startswith(f"错误：{broken}: 第 4 行第 1 列: 不是有效的 YAML：")
 
 
+@pytest.mark.slow
 def test_chinese_error_from_a_real_process_has_no_traceback(tmp_path):
     """A real process, its terminal not UTF-8: the Chinese message is escaped, never a traceback."""
     import os
@@ -334,6 +335,7 @@ def test_the_headline_is_in_the_plans_language(catalog):
     assert _headline(en, "zh") == _headline(zh)
 
 
+@pytest.mark.slow
 def test_the_command_line_does_not_import_numpy_or_pillow_for_openpyxl(tmp_path):
     # openpyxl imports numpy only to accept numpy scalars and Pillow only for images; the CLI
     # refuses those imports (a third of start-up) and leaves both importable afterwards.

@@ -219,6 +219,7 @@ def _recommendation_cell(ws) -> str:
     return next(f"B{c.row}" for c in ws["A"] if c.value == "Recommended")
 
 
+@pytest.mark.slow
 def test_the_recommendation_indexes_the_names_row_by_column(catalog, seed_h100):
     """The option names are a row: INDEX takes row 1 and the column MATCH finds. With the column
     alone Gnumeric reads it as a row number and shows #REF!."""
@@ -228,6 +229,7 @@ def test_the_recommendation_indexes_the_names_row_by_column(catalog, seed_h100):
     assert "INDEX(compare_option_names,1,MATCH(MIN(compare_eligible_total),compare_eligible_total,0))" in formula
 
 
+@pytest.mark.slow
 def test_the_chart_prints_with_the_comparison(catalog, seed_h100):
     """The chart of days against cost lies inside the Compare sheet's print area: below the
     recommendation, within its columns and rows (its height at 15-point rows), and above the

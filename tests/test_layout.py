@@ -254,6 +254,7 @@ SPLITTABLE = [n for n in Space(96, 96, 1536, 8, {}, layout_domains(build_model()
 
 @settings(max_examples=40, deadline=None, derandomize=True, database=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture])
+@pytest.mark.slow
 @given(gpus=st.sampled_from(SPLITTABLE), tp=st.sampled_from([None, 1, 2, 4, 8]),
        zero=st.sampled_from([None, 0, 1, 3]), recompute=st.sampled_from([None, "none", "full"]))
 def test_search_returns_only_fitting_layouts_that_multiply_out(catalog, gpus, tp, zero, recompute):

@@ -225,6 +225,7 @@ def test_cli_refuses_a_scenario_with_a_bad_option(tmp_path, capsys):
     assert not (tmp_path / "out").exists()
 
 
+@pytest.mark.slow
 def test_generate_py_builds_the_options_scenario(tmp_path):
     proc = subprocess.run([sys.executable, str(ROOT / "generate.py"), str(OPTIONS), "-o", str(tmp_path)],
                           capture_output=True, text=True, timeout=300)

@@ -128,6 +128,7 @@ def test_a_run_leaves_only_its_outputs_the_manifest_and_the_lock(tmp_path, capsy
     assert sorted(p.name for p in out.iterdir()) == sorted([*NAMES, LOCK_NAME, MANIFEST_NAME])
 
 
+@pytest.mark.slow
 def test_manifest_records_every_file_and_is_byte_identical_across_runs(tmp_path, capsys):
     for folder in ("a", "b"):
         assert _run(capsys, SEED_H100, SEED_A100, "-o", tmp_path / folder, "-q")[0] == 0
@@ -223,6 +224,7 @@ def test_unknown_file_with_an_outputs_name_is_refused(tmp_path, capsys):
 
 # --- interrupted runs -----------------------------------------------------------------------
 
+@pytest.mark.slow
 def test_sigkill_between_renames_then_the_next_run_completes_the_set(built, capsys, scenario_b,
                                                                      processes):
     out, a, b = built
@@ -320,6 +322,7 @@ def test_python_exception_while_staging_removes_the_staged_files(tmp_path, monke
 
 # --- the folder -----------------------------------------------------------------------------
 
+@pytest.mark.slow
 def test_a_second_run_into_a_locked_folder_is_refused(built, capsys, scenario_b, processes):
     out, a, _ = built
     proc = _writer(scenario_b, out, PAUSE_WHILE_STAGING)

@@ -135,6 +135,7 @@ def test_every_formula_cell_caches_the_planners_value(seed_h100, fast):
     assert openpyxl.load_workbook(io.BytesIO(result.data)).calculation.fullCalcOnLoad    # still recalculated
 
 
+@pytest.mark.slow
 def test_hostile_text_results_are_cached_as_text_not_markup(catalog):
     """A text result holding markup is escaped in <v>, and reads back as the same text."""
     plan = plan_of(with_changes(raw(SEED_H100), {"name": "<b>&x</b>", "sources": {}}), catalog, "hostile")
