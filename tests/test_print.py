@@ -340,16 +340,17 @@ def test_the_reviewers_pack_prints_in_twelve_pages(catalog, tmp_path, name):
 
 @pytest.mark.office
 def test_the_title_and_the_changed_inputs_follow_an_edit(catalog, tmp_path):
-    """Given seed 002's book, a reviewer switches the accelerator to the MI300X and the GPU price
-    to 2.10; after LibreOffice, and Gnumeric, recalculate, the Summary's title names the MI300X
-    and its first page lists both inputs, old -> new."""
+    """Given seed 002's book, a reviewer switches the accelerator to the MI300X, the GPU price to
+    2.10 and the GPUs to 1,024; after LibreOffice, and Gnumeric, recalculate, the Summary's title
+    names the MI300X and the count with its thousands separator, and its first page lists the
+    three inputs, old -> new."""
     from budget.xlsx.recalc import read_values, recalculate
     plan = plan_of(raw(SCENARIOS / "gpt3-175b-h100.yaml"), catalog, "seed")
     result = write_workbook(plan)
     source, book = tmp_path / "source.xlsx", tmp_path / "mi300x.xlsx"
     source.write_bytes(result.data)
     wb = openpyxl.load_workbook(source)
-    edits = {"gpu_type": "amd_mi300x", "price_per_gpu_hour": 2.1}
+    edits = {"gpu_type": "amd_mi300x", "price_per_gpu_hour": 2.1, "gpu_count": 1024}
     for name, value in edits.items():
         sheet, coord = result.names[name].split("!")
         wb[sheet][coord].value = value
@@ -365,9 +366,9 @@ def test_the_title_and_the_changed_inputs_follow_an_edit(catalog, tmp_path):
         engines = {"LibreOffice": read_values(recalculate([book], tmp_path / "recalculated")[book]),
                    "Gnumeric": read_values(gnumeric)}
     for engine, values in engines.items():
-        assert values["Summary!A1"] == "512 × AMD Instinct MI300X", engine
+        assert values["Summary!A1"] == "1,024 × AMD Instinct MI300X", engine
         lines = [values.get(f"Summary!A{r}") for r in range(1, 60)]
-        assert "2 inputs changed since generation, listed at the foot of this page: the text above and the " \
+        assert "3 inputs changed since generation, listed at the foot of this page: the text above and the " \
                "generated sentences describe the generated plan" in lines, engine
         assert f"{labels['gpu_type']}: {plan.inputs['gpu_type'].value} → amd_mi300x" in lines, engine
         assert f"{labels['price_per_gpu_hour']}: 1.8 → 2.1" in lines, engine

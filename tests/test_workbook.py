@@ -169,7 +169,8 @@ def _row_of(wb, sheet, text):
 def test_summary_leads_with_the_status_and_one_row_per_check_and_warning(book, seed_h100):
     result, wb = book
     ws = wb["Summary"]
-    assert ws["A1"].value == '=gpu_count&" × "&accelerator_name'       # the title is live (issue 29)
+    # the title is live (issue 29), the count with its thousands separator ("16,384 × ...")
+    assert ws["A1"].value == '=IF(ISNUMBER(gpu_count),FIXED(gpu_count,0),gpu_count)&" × "&accelerator_name'
     assert result.expected["Summary!A1"] == "512 × NVIDIA H100 80GB SXM5"
     status = ws["A5"].value
     assert status.startswith("=IF(ISERROR(master_check)") and '"All checks pass"' in status

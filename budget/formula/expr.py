@@ -33,7 +33,7 @@ __all__ = [
     "lift", "substitute", "row_expr", "table_column_name", "column_letter", "compile_items", "Specializer",
     "IF", "IFERROR", "AND", "OR", "NOT", "MAX", "MIN", "SUM", "ROUNDUP", "MOD", "ISNUMBER", "SQRT", "EXP", "LN", "ABS",
     "SUMPRODUCT", "ISERROR", "COUNTA", "ROUND", "COLUMNS", "YEAR", "MONTH", "DATE",
-    "INDEX", "MATCH", "LARGE", "ROW", "NORMSINV", "NORMSDIST", "COUNT",
+    "FIXED", "INDEX", "MATCH", "LARGE", "ROW", "NORMSINV", "NORMSDIST", "COUNT",
 ]
 
 
@@ -59,6 +59,7 @@ def ABS(x) -> Expr: return Call("ABS", (lift(x),))
 def SUMPRODUCT(*ranges: Expr) -> Expr: return Call("SUMPRODUCT", tuple(ranges))
 def ISERROR(x) -> Expr: return Call("ISERROR", (lift(x),))
 def COUNTA(*xs) -> Expr: return Call("COUNTA", tuple(lift(x) for x in xs))
+def FIXED(x, digits=0) -> Expr: return Call("FIXED", (lift(x), lift(digits)))   # text, with separators
 def ROUND(x, digits=0) -> Expr: return Call("ROUND", (lift(x), lift(digits)))
 def COLUMNS(x: Ref) -> Expr: return Call("COLUMNS", (x,))
 def YEAR(x) -> Expr: return Call("YEAR", (lift(x),))

@@ -209,6 +209,12 @@ def _iferror(x, fallback):
     return x        # as _iserror: an error raised before it got here
 
 
+def _fixed(x, digits):
+    # FIXED(x, d): x rounded as ROUND does, as text with thousands separators (the en locale's,
+    # which LibreOffice and Gnumeric use for the tests' books)
+    return f"{_round(x, digits):,.{max(int(digits), 0)}f}"
+
+
 def _round(x, digits):
     scale = 10.0 ** int(digits)
     y = _significant(abs(x) * scale)

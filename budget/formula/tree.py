@@ -18,6 +18,7 @@ SUPPORTED_FUNCTIONS = frozenset({
     "IF", "IFERROR", "AND", "OR", "NOT", "MAX", "MIN", "SUM", "ROUNDUP", "MOD",
     "ISNUMBER", "SQRT", "EXP", "INDEX", "MATCH", "ABS", "SUMPRODUCT", "ISERROR", "COUNTA",
     "ROUND", "YEAR", "COLUMNS", "COUNT", "LN", "NORMSINV", "NORMSDIST", "LARGE", "ROW",
+    "FIXED",    # a count in words with its thousands separator ("16,384 × H100")
     "DATE", "MONTH",   # dates: the Cashflow sheet's months (no EOMONTH: an add-in in old Excel)
 })
 

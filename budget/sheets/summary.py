@@ -14,7 +14,7 @@ from openpyxl.utils.cell import column_index_from_string, coordinate_from_string
 from .. import __version__
 from ..core.i18n import Messages
 
-from ..formula.expr import AND, IF, IFERROR, INDEX, ISERROR, ISNUMBER, MATCH, NOT, ROUND, Area, Cell, Expr, Num, Ref, Text
+from ..formula.expr import AND, FIXED, IF, IFERROR, INDEX, ISERROR, ISNUMBER, MATCH, NOT, ROUND, Area, Cell, Expr, Num, Ref, Text
 from ..model.lineitems import Item
 from ..model.model import AFTER_SUBTOTAL, COST_LINES, MEMO_LINES
 from ..plan.sensitivity import cases, range_figures
@@ -65,7 +65,9 @@ def write_summary(w) -> None:
     s = w.plan.scenario
     w.widths(ws, list(SUMMARY_WIDTHS))
     master = Ref("master_check")
-    title = live_text(m("workbook.summary.title"), gpus=Ref("gpu_count"), accelerator=Ref("accelerator_name"))
+    gpus = Ref("gpu_count")
+    title = live_text(m("workbook.summary.title"), gpus=IF(ISNUMBER(gpus), FIXED(gpus, 0), gpus),
+                      accelerator=Ref("accelerator_name"))
     cell = w.live(ws, 1, 1, title)
     w.named(cell, "Normal")
     cell.font = COVER_FONT
