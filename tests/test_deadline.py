@@ -136,6 +136,22 @@ def test_the_workbook_holds_the_date_as_an_input_and_the_check_live(by_june_30):
     assert "train_days_at_approval" in timeline
 
 
+def test_the_summary_page_shows_the_deadline_and_the_end_it_is_judged_by(by_june_30):
+    """Given "405B by June 30", the Summary's printed answer shows the deadline date and the end
+    of training at the approval percentile (the check's figure), and the sign-off follows them."""
+    from budget.sheets.book import write_workbook
+    result = write_workbook(by_june_30)
+    ws = openpyxl.load_workbook(io.BytesIO(result.data))["Summary"]
+    labels = {ws.cell(r, 1).value: r for r in range(1, ws.max_row + 1) if isinstance(ws.cell(r, 1).value, str)}
+    row = labels["Deadline date"]
+    assert ws.cell(row, 2).value == "=deadline_date" and row < labels["Approved by"]
+    assert result.expected[f"Summary!B{row}"] == excel_serial(dt.date(2027, 6, 30))
+    assert ws.cell(row + 1, 2).value == "=deadline_end_at_approval"
+    assert result.expected[f"Summary!A{row + 1}"] == "Training ends, at P80 of the training days"
+    assert result.expected[f"Summary!B{row + 1}"] == by_june_30.values["deadline_end_at_approval"]
+    assert result.expected[f"Summary!B{row + 1}"] < excel_serial(dt.date(2027, 7, 1))    # met
+
+
 # --- the search against a brute-force scan ------------------------------------------------------
 
 def _setup(data: dict, catalog):

@@ -206,7 +206,26 @@ def printed_answer(w, ws, row: int, master: Expr) -> int:
     for name in PRINTED_NAMES:
         label = m(f"workbook.summary.labels.{name}") if name in (*SUMMARY_LABELS, "stretched_training_days") else None
         row = summary_row(w, ws, row, name, label)
+    if w.plan.values.get("deadline_date") is not None:
+        row = deadline_rows(w, ws, row)
     return row - 1
+
+
+def deadline_rows(w, ws, row: int) -> int:
+    """A plan with a deadline date: the date, and the end it applies to at the approval
+    percentile of the training days, shaded red while check_meets_deadline_date fails; returns
+    the next row."""
+    m = w.m
+    row = summary_row(w, ws, row, "deadline_date", m("workbook.summary.labels.deadline_date"))
+    pct = Ref("approval_percentile")
+    label = IF(Ref("deadline_applies_to").eq("project_end"),
+               live_text(m("workbook.summary.labels.deadline_end_project"), percentile=pct),
+               live_text(m("workbook.summary.labels.deadline_end_training"), percentile=pct))
+    w.named(w.live(ws, row, 1, label), "Normal")
+    met = Ref("check_meets_deadline_date")
+    ws.conditional_formatting.add(f"A{row}:C{row}", FormulaRule(formula=[excel(NOT(AND(ISNUMBER(met), met.eq(0))))],
+                                                                  fill=BAD_RULE_FILL))
+    return summary_row(w, ws, row, "deadline_end_at_approval", None)
 
 
 def sign_off(w, ws, row: int) -> int:
