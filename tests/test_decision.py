@@ -234,3 +234,33 @@ def test_the_command_line_states_each_options_own_ask(options_plan):
     title, option = options_plan.options[1]
     assert title == "1,024 H100 (TP 4 x PP 16 x DP 16)"
     assert "total 5,456,622 USD; ask P80 7,106,785 USD (the total at P44)" in _summary(option)
+
+
+@pytest.mark.parametrize("deadline, met", [("2028-06-30", True), ("2027-07-01", False)])
+def test_a_deadline_date_is_stated_with_its_verdict_under_the_ask(catalog, deadline, met):
+    """Given seed 002 with a deadline date, the decision page says, under the ask, the date, the
+    end of training at the approval percentile (the Summary's and the check's figure) and whether
+    it is met, in the Markdown and the HTML alike; without a deadline it says nothing of one."""
+    from budget.core.dates import from_serial
+    plan = plan_of(with_changes(raw(SCENARIOS / "gpt3-175b-h100.yaml"), {"schedule.deadline": deadline}), catalog)
+    assert (plan.values["check_meets_deadline_date"] == 0) is met
+    end = from_serial(plan.values["deadline_end_at_approval"]).isoformat()
+    line = (f"Deadline {deadline} for the end of training: {'met' if met else 'MISSED'}; "
+            f"at P80 of the training days, training ends on {end}.")
+    text = render_markdown(plan)
+    assert line in text[text.index("Approve "):text.index("**Status:")]
+    html = render_html(plan)
+    assert f'<p class="{"ok" if met else "bad"}">{line}</p>' in html
+    assert "Deadline " not in render_markdown(plan_of(raw(SCENARIOS / "gpt3-175b-h100.yaml"), catalog))[:2000]
+
+
+def test_the_chinese_decision_page_states_the_deadline_in_chinese(catalog):
+    """The same line with `language: zh`, the end of the project this time."""
+    from budget.render.words import Words
+    plan = plan_of(with_changes(raw(SCENARIOS / "gpt3-175b-h100.yaml"),
+                                {"language": "zh", "schedule.deadline": "2028-06-30",
+                                 "schedule.deadline_applies_to": "project_end"}), catalog)
+    words = Words("zh")
+    end, deadline = words.date(plan.values["deadline_end_at_approval"]), words.date(plan.values["deadline_date"])
+    assert deadline == "2028年6月30日"
+    assert f"截止日期 {deadline}（项目结束）：可满足；按训练天数 P80 计，项目于 {end} 结束。" in render_markdown(plan)

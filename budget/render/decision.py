@@ -103,6 +103,7 @@ def decision(plan, state: dict, digest: str) -> dict:
            "gpus": f"{pick.gpu_count:,}", "accelerator": v["accelerator_name"],
            "start": words.date(v["start_date"]), "end": words.date(v["project_end"])}
     return {
+        "deadline": deadline(pick, words),
         "ask": (words("report.decision.ask_option", option=option, **ask) if own
                 else words("report.decision.ask", **ask)),
         "approvable": state["ok"],
@@ -124,6 +125,21 @@ def decision(plan, state: dict, digest: str) -> dict:
         "assumptions": assumptions,
         "digest": digest,
     }
+
+
+def deadline(plan, words) -> dict | None:
+    """A plan with a deadline date (schedule.deadline): whether it is met (check_meets_deadline_date's
+    verdict) and, in words, the date and the end it applies to at the approval percentile of the
+    training days; None without one."""
+    v = plan.values
+    if v.get("deadline_date") is None:
+        return None
+    met = v["check_meets_deadline_date"] == 0
+    key = "report.decision.deadline_met" if met else "report.decision.deadline_missed"
+    return {"met": met,
+            "text": words(key, deadline=words.date(v["deadline_date"]), percentile=f"{v['approval_percentile']:.0f}",
+                          what=words(f"report.decision.deadline_what.{v['deadline_applies_to']}"),
+                          end=words.date(v["deadline_end_at_approval"]))}
 
 
 def status(plan) -> dict:
