@@ -7,21 +7,20 @@ details, and the sizing and layout decision in words."""
 
 from __future__ import annotations
 
-from openpyxl.formatting.rule import FormulaRule
 from openpyxl.styles import Font
 from openpyxl.utils.cell import column_index_from_string, coordinate_from_string
 
 from .. import __version__
 from ..core.i18n import Messages
 
-from ..formula.expr import AND, FIXED, IF, IFERROR, INDEX, ISERROR, ISNUMBER, MATCH, NOT, ROUND, Area, Cell, Expr, Num, Ref, Text
+from ..formula.expr import AND, FIXED, IF, IFERROR, INDEX, ISERROR, ISNUMBER, MATCH, ROUND, Area, Cell, Expr, Num, Ref, Text
 from ..model.lineitems import Item
 from ..model.model import AFTER_SUBTOTAL, COST_LINES, MEMO_LINES
 from ..plan.sensitivity import cases, range_figures
 from .generated import generated_for, generated_lines
-from .writer import (BAD_RULE_FILL, BOLD_FONT, CHECK_FONT, COVER_FONT, DATE_FORMAT, NOTE_FONT, OK_RULE_FILL, SECTION_FONT,
-                     TITLE_FONT, WARNING_FONT, WARNING_HEAD_FONT, WRAP_TOP, excel, live_text, number_format,
-                     plural_text, put_text, text_height)
+from .writer import (BAD_RULE_FILL, BOLD_FONT, CHECK_FONT, COVER_FONT, DATE_FORMAT, NOTE_FONT, SECTION_FONT,
+                     TITLE_FONT, WARNING_FONT, WARNING_HEAD_FONT, WRAP_TOP, flag_fine, formula_rule, live_text,
+                     number_format, plural_text, put_text, text_height)
 
 # The ask (issue 25): the Sensitivity sheet's cells under the total, labelled live
 # (workbook.summary.<name>): the approval percentile of the total, and where the point estimate
@@ -92,9 +91,7 @@ def write_summary(w) -> None:
     cell = w.live(ws, 5, 1, status)
     w.named(cell, "Normal")
     cell.font = TITLE_FONT
-    fine = AND(ISNUMBER(master), master.eq(0))
-    ws.conditional_formatting.add("A5:D5", FormulaRule(formula=[excel(fine)], fill=OK_RULE_FILL))
-    ws.conditional_formatting.add("A5:D5", FormulaRule(formula=[excel(NOT(fine))], fill=BAD_RULE_FILL))
+    w.shade_by_flag(ws, "A5:D5", master)
     # The printed page: the status, the warnings' and the changed inputs' counts, the answer and
     # the sign-off; then, at its foot, the failing checks and the changed inputs in words, in
     # rows kept for them (a sheet cannot add rows as they fail), so that when none fails and
@@ -141,12 +138,7 @@ def write_summary(w) -> None:
             if name == "memory_in_words":
                 put_text(ws.cell(row, 1), m("workbook.summary.labels.memory_in_words"))
                 w.live(ws, row, 2, memory_in_words(m))
-                fits = Ref("check_memory_fits")
-                fine = AND(ISNUMBER(fits), fits.eq(0))
-                ws.conditional_formatting.add(f"A{row}:C{row}", FormulaRule(formula=[excel(fine)],
-                                                                              fill=OK_RULE_FILL))
-                ws.conditional_formatting.add(f"A{row}:C{row}", FormulaRule(formula=[excel(NOT(fine))],
-                                                                              fill=BAD_RULE_FILL))
+                w.shade_by_flag(ws, f"A{row}:C{row}", Ref("check_memory_fits"))
                 row += 1
                 continue
             if name == "total_cost":    # the label says "indicative" while checks fail
@@ -222,9 +214,7 @@ def deadline_rows(w, ws, row: int) -> int:
                live_text(m("workbook.summary.labels.deadline_end_project"), percentile=pct),
                live_text(m("workbook.summary.labels.deadline_end_training"), percentile=pct))
     w.named(w.live(ws, row, 1, label), "Normal")
-    met = Ref("check_meets_deadline_date")
-    ws.conditional_formatting.add(f"A{row}:C{row}", FormulaRule(formula=[excel(NOT(AND(ISNUMBER(met), met.eq(0))))],
-                                                                  fill=BAD_RULE_FILL))
+    w.shade_by_flag(ws, f"A{row}:C{row}", Ref("check_meets_deadline_date"), green=False)
     return summary_row(w, ws, row, "deadline_end_at_approval", None)
 
 
@@ -296,7 +286,7 @@ def changed_inputs(w, ws, top: int, lines_top: int) -> None:
     w.named(cell, "Normal")
     cell.font = WARNING_HEAD_FONT
     changed = AND(ISNUMBER(count), count > 0)
-    ws.conditional_formatting.add(f"A{top}:D{top}", FormulaRule(formula=[excel(changed)], fill=BAD_RULE_FILL))
+    ws.conditional_formatting.add(f"A{top}:D{top}", formula_rule(changed, BAD_RULE_FILL))
     column = lambda c: Area(Cell(first, c, True, True, sheet="Inputs"), Cell(last, c, True, True, sheet="Inputs"))  # noqa: E731
     for k in range(PRINTED_LINES):
         r = lines_top + k
@@ -328,7 +318,7 @@ def ask_row(w, ws, row: int, name: str, master: Expr) -> int:
     figures = {"percentile": Ref("approval_percentile"), "rate": ROUND(Ref("buffer_rate") * 100, 1)}
     text = live_text(m(f"workbook.summary.{name}"), **figures)
     if name == "total_cost_ask":       # indicative while checks fail, as the total
-        text = IF(AND(ISNUMBER(master), master.eq(0)), text,
+        text = IF(flag_fine(master), text,
                   live_text(m("workbook.summary.total_cost_ask_indicative"), **figures))
     label = w.live(ws, row, 1, text)
     w.named(label, "Normal")

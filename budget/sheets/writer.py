@@ -349,6 +349,12 @@ def formula_rule(expr: Expr, fill: PatternFill) -> Rule:
     return expression_rule(excel(expr), known[1])
 
 
+def flag_fine(flag: Expr) -> Expr:
+    """A flag (a check, the master check) is fine only as a number equal to 0: an error value,
+    text or a blank is not."""
+    return AND(ISNUMBER(flag), flag.eq(0))
+
+
 def _flag_rules(first: str, blank_ok: bool) -> tuple[Expr, Expr]:
     """flag_format's two conditions for a range whose first cell is `first`, made once a process
     (the same cells carry flags in every book: their texts are then remembered by excel())."""
@@ -356,7 +362,7 @@ def _flag_rules(first: str, blank_ok: bool) -> tuple[Expr, Expr]:
     if known is None:
         letters, row = coordinate_from_string(first)
         cell = Cell(row, column_index_from_string(letters))
-        fine = AND(ISNUMBER(cell), cell.eq(0))
+        fine = flag_fine(cell)
         blank = IF(ISERROR(cell), FALSE, cell.eq(""))
         known = _FLAG_RULES[(first, blank_ok)] = (fine, NOT(OR(fine, blank)) if blank_ok else NOT(fine))
     return known
@@ -521,6 +527,14 @@ class Writer:
         fine, bad = _flag_rules(coord.split(":")[0].replace("$", ""), blank_ok)
         ws.conditional_formatting.add(coord, formula_rule(fine, OK_RULE_FILL))
         ws.conditional_formatting.add(coord, formula_rule(bad, WARN_RULE_FILL if warning else BAD_RULE_FILL))
+
+    def shade_by_flag(self, ws, coord: str, flag: Expr, green: bool = True) -> None:
+        """Shade the cells `coord` red while `flag` (a check elsewhere) is not fine, and green
+        while it is (unless `green` is False: a row that is plain when fine)."""
+        fine = flag_fine(flag)
+        if green:
+            ws.conditional_formatting.add(coord, formula_rule(fine, OK_RULE_FILL))
+        ws.conditional_formatting.add(coord, formula_rule(NOT(fine), BAD_RULE_FILL))
 
     # --- a sheet's frame -------------------------------------------------------------------
     def header(self, ws, row: int, labels: list[str]) -> None:
